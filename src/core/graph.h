@@ -1,0 +1,30 @@
+/* Graph walks and evaluation.
+ * lc_graph_tape lists, in a topological order (inputs first), every node
+ * reachable from `outs` that is not yet evaluated; it is iterative, so graph
+ * depth is limited only by memory. lc_eval runs a tape: each node's primitive
+ * computes it, then the node is detached, dropping its inputs, so an
+ * intermediate buffer is freed as soon as its last consumer has run. */
+#ifndef LC_GRAPH_H
+#define LC_GRAPH_H
+
+#include <stddef.h>
+
+#include "core/node.h"
+
+struct lc_tape {
+  struct lc_node **nodes; /* borrowed pointers */
+  size_t len, cap;
+};
+
+/* 0, or 1 after reporting. On success the caller frees tape->nodes. With
+ * `all`, evaluated nodes with inputs are walked through too (for compile). */
+int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_tape *tape);
+
+/* Evaluates outs (any may already be evaluated). 0, or 1 after reporting. */
+int lc_eval(struct lc_node *const *outs, size_t nout);
+
+/* Hook for transforms: while > 0 on this thread, lc_eval refuses (tracing
+ * placeholders have no data). */
+void lc_eval_forbid(int delta);
+
+#endif

@@ -1,0 +1,243 @@
+#include "core/node.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/iter.h"
+#include "ops/prim.h"
+
+int64_t lc_shape_size(int ndim, const int *shape) {
+  int64_t s = 1;
+  for (int i = 0; i < ndim; i++) s *= shape[i];
+  return s;
+}
+
+bool lc_shape_equal(int na, const int *a, int nb, const int *b) {
+  return na == nb && (na == 0 || memcmp(a, b, sizeof(int) * (size_t)na) == 0);
+}
+
+char *lc_shape_str(int ndim, const int *shape, char *buf, int len) {
+  int p = snprintf(buf, (size_t)len, "(");
+  for (int i = 0; i < ndim && p < len; i++)
+    p += snprintf(buf + p, (size_t)(len - p), i ? ",%d" : "%d", shape[i]);
+  if (p < len) snprintf(buf + p, (size_t)(len - p), ndim == 1 ? ",)" : ")");
+  return buf;
+}
+
+void lc_shape_strides(int ndim, const int *shape, int64_t *out) {
+  int64_t s = 1;
+  for (int i = ndim - 1; i >= 0; i--) {
+    out[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape) {
+  if (ndim < 0) {
+    lc_error("negative number of dimensions %d", ndim);
+    return NULL;
+  }
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0) {
+      lc_error("negative dimension %d in shape", shape[i]);
+      return NULL;
+    }
+  /* strides first: they need 8-byte alignment */
+  struct lc_node *n = malloc(sizeof *n + (sizeof(int64_t) + sizeof(int)) * (size_t)ndim);
+  if (!n) {
+    lc_error("out of memory");
+    return NULL;
+  }
+  memset(n, 0, sizeof *n);
+  atomic_init(&n->refs, 1);
+  n->op = LC_OP_NONE;
+  n->dtype = dtype;
+  n->ndim = ndim;
+  n->strides = (int64_t *)(n + 1);
+  n->shape = (int *)(n->strides + ndim);
+  if (ndim) memcpy(n->shape, shape, sizeof(int) * (size_t)ndim);
+  n->size = lc_shape_size(ndim, shape);
+  lc_shape_strides(ndim, shape, n->strides); /* what the data will look like */
+  return n;
+}
+
+struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *shape, int nin,
+                               struct lc_node *const *in, const void *params,
+                               size_t params_size) {
+  struct lc_node *n = lc_node_alloc(dtype, ndim, shape);
+  if (!n) return NULL;
+  n->op = op;
+  if (nin > 0) {
+    n->in = malloc(sizeof(*n->in) * (size_t)nin);
+    if (!n->in) goto oom;
+  }
+  if (params_size) {
+    n->params = malloc(params_size);
+    if (!n->params) goto oom;
+    memcpy(n->params, params, params_size);
+    n->params_size = params_size;
+  }
+  for (int i = 0; i < nin; i++) n->in[i] = lc_node_retain(in[i]);
+  n->nin = nin;
+  return n;
+oom:
+  free(n->in);
+  free(n);
+  lc_error("out of memory");
+  return NULL;
+}
+
+int lc_node_alloc_data(struct lc_node *n) {
+  struct lc_buffer *b = lc_buffer_new((size_t)n->size * lc_dtype_size(n->dtype));
+  if (!b) return 1;
+  lc_buffer_release(n->buf);
+  n->buf = b;
+  n->offset = 0;
+  lc_shape_strides(n->ndim, n->shape, n->strides);
+  n->flags |= LC_NF_CONTIG;
+  return 0;
+}
+
+void lc_node_set_view(struct lc_node *n, const struct lc_node *src, const int64_t *strides,
+                      int64_t offset) {
+  struct lc_buffer *b = lc_buffer_retain(src->buf);
+  lc_buffer_release(n->buf);
+  n->buf = b;
+  if (n->ndim) memcpy(n->strides, strides, sizeof(int64_t) * (size_t)n->ndim);
+  n->offset = offset;
+  lc_node_is_contiguous(n);
+}
+
+struct lc_node *lc_node_new_data(mlx_dtype dtype, int ndim, const int *shape, const void *data) {
+  struct lc_node *n = lc_node_alloc(dtype, ndim, shape);
+  if (!n) return NULL;
+  if (lc_node_alloc_data(n)) {
+    lc_node_release(n);
+    return NULL;
+  }
+  if (data && n->size) memcpy(n->buf->data, data, (size_t)n->size * lc_dtype_size(dtype));
+  return n;
+}
+
+struct lc_node *lc_node_new_scalar(mlx_dtype dtype, double v) {
+  struct lc_node *n = lc_node_new_data(dtype, 0, NULL, NULL);
+  if (n) lc_dtype_store(n->buf->data, dtype, v);
+  return n;
+}
+
+struct lc_node *lc_node_retain(struct lc_node *n) {
+  if (n) atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+  return n;
+}
+
+/* Frees n and, through an explicit worklist, every input whose last
+ * reference it held. */
+void lc_node_release(struct lc_node *n) {
+  if (!n || atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) != 1) return;
+  struct lc_node *local[64];
+  struct lc_node **stack = local;
+  size_t top = 0, cap = 64;
+  stack[top++] = n;
+  while (top) {
+    struct lc_node *x = stack[--top];
+    for (int i = 0; i < x->nin; i++) {
+      struct lc_node *c = x->in[i];
+      if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) continue;
+      if (top == cap) {
+        size_t ncap = cap * 2;
+        struct lc_node **ns = malloc(sizeof(*ns) * ncap);
+        if (!ns) { /* keep going depth-first on what fits; leaks are better than a crash */
+          lc_error("out of memory while freeing a graph");
+          continue;
+        }
+        memcpy(ns, stack, sizeof(*ns) * top);
+        if (stack != local) free(stack);
+        stack = ns;
+        cap = ncap;
+      }
+      stack[top++] = c;
+    }
+    lc_buffer_release(x->buf);
+    free(x->in);
+    free(x->params);
+    free(x);
+  }
+  if (stack != local) free(stack);
+}
+
+bool lc_node_is_contiguous(struct lc_node *n) {
+  int64_t expect = 1;
+  bool c = true;
+  for (int i = n->ndim - 1; i >= 0; i--) {
+    if (n->shape[i] == 1) continue;
+    if (n->strides[i] != expect) {
+      c = false;
+      break;
+    }
+    expect *= n->shape[i];
+  }
+  if (c)
+    n->flags |= LC_NF_CONTIG;
+  else
+    n->flags &= ~LC_NF_CONTIG;
+  return c;
+}
+
+struct copy_ctx {
+  char *dst, *src;
+  size_t isz;
+};
+
+static void copy_run(void *arg, int64_t n, const int64_t *offs, const int64_t *inner) {
+  struct copy_ctx *c = arg;
+  size_t isz = c->isz;
+  char *d = c->dst + offs[0] * (int64_t)isz;
+  const char *s = c->src + offs[1] * (int64_t)isz;
+  if (inner[1] == 1) {
+    memcpy(d, s, (size_t)n * isz);
+    return;
+  }
+  int64_t st = inner[1] * (int64_t)isz;
+  switch (isz) {
+  case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * st]; break;
+  case 2: for (int64_t i = 0; i < n; i++) memcpy(d + 2 * i, s + i * st, 2); break;
+  case 4: for (int64_t i = 0; i < n; i++) memcpy(d + 4 * i, s + i * st, 4); break;
+  default: for (int64_t i = 0; i < n; i++) memcpy(d + isz * (size_t)i, s + i * st, isz); break;
+  }
+}
+
+void lc_node_copy_out(const struct lc_node *n, void *dst) {
+  int64_t dstr[n->ndim > 0 ? n->ndim : 1];
+  lc_shape_strides(n->ndim, n->shape, dstr);
+  const int64_t *strides[2] = {dstr, n->strides};
+  int64_t base[2] = {0, n->offset};
+  struct copy_ctx c = {dst, n->buf->data, lc_dtype_size(n->dtype)};
+  lc_iter_runs(n->ndim, n->shape, 2, strides, base, copy_run, &c, true);
+}
+
+int lc_node_make_contiguous(struct lc_node *n) {
+  if (lc_node_is_contiguous(n))
+    return 0;
+  struct lc_buffer *b = lc_buffer_new((size_t)n->size * lc_dtype_size(n->dtype));
+  if (!b) return 1;
+  lc_node_copy_out(n, b->data);
+  lc_buffer_release(n->buf);
+  n->buf = b;
+  n->offset = 0;
+  lc_shape_strides(n->ndim, n->shape, n->strides);
+  n->flags |= LC_NF_CONTIG;
+  return 0;
+}
+
+void lc_node_detach(struct lc_node *n) {
+  for (int i = 0; i < n->nin; i++) lc_node_release(n->in[i]);
+  free(n->in);
+  free(n->params);
+  n->in = NULL;
+  n->nin = 0;
+  n->params = NULL;
+  n->params_size = 0;
+  n->op = LC_OP_NONE;
+}

@@ -1,0 +1,103 @@
+/* The array node: one array of the lazy graph.
+ *
+ * Ownership: nodes are refcounted (lc_node_retain / lc_node_release); an
+ * mlx_array handle owns one reference. A node owns one reference to each of
+ * its inputs and to its buffer. Releasing walks an explicit worklist, so
+ * dropping a chain of any length never recurses.
+ *
+ * Invariants:
+ *  - shape has ndim entries >= 0; size is their product (1 for ndim 0).
+ *  - buf != NULL  <=>  the node is evaluated; then element (i0..ik) lives at
+ *    data(buf) + (offset + sum i_j * strides[j]) * itemsize.
+ *  - op == LC_OP_NONE  =>  buf != NULL (leaves are born evaluated; evaluated
+ *    nodes are detached: inputs and params dropped).
+ *  - params is plain old data, compared bytewise for equivalence (CSE).
+ *  - Once a node is reachable from more than one thread it is only read,
+ *    except for refcounts (atomic). Evaluation mutates only nodes that the
+ *    evaluating thread's graph alone reaches, or that are already evaluated
+ *    (never touched). */
+#ifndef LC_NODE_H
+#define LC_NODE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/buffer.h"
+#include "core/dtype.h"
+
+/* Node flags. */
+#define LC_NF_CONTIG 1u /* evaluated, row-major contiguous from offset */
+
+struct lc_node {
+  atomic_int refs;
+  int op; /* enum lc_op (ops/prim.h) */
+  mlx_dtype dtype;
+  int ndim;
+  int64_t size;
+  int *shape;       /* ndim entries, stored after the struct */
+  int64_t *strides; /* ndim entries, element units; valid when buf != NULL */
+  int64_t offset;   /* element units */
+  struct lc_buffer *buf;
+  unsigned flags;
+  int nin;
+  struct lc_node **in;
+  void *params;
+  size_t params_size;
+};
+
+/* A node with the given metadata and nothing else (op NONE, no buffer,
+ * refs 1). Shape entries must be >= 0. NULL (reported) on failure. */
+struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape);
+
+/* A lazy node computing primitive `op` of `in` (retained) with a copy of
+ * params. NULL (reported) on failure; the inputs are untouched then. */
+struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *shape, int nin,
+                               struct lc_node *const *in, const void *params, size_t params_size);
+
+/* An evaluated node holding a copy of `data` (row-major, size elements). */
+struct lc_node *lc_node_new_data(mlx_dtype dtype, int ndim, const int *shape, const void *data);
+
+/* A 0-d evaluated node of the given dtype holding `v` (converted). */
+struct lc_node *lc_node_new_scalar(mlx_dtype dtype, double v);
+
+struct lc_node *lc_node_retain(struct lc_node *n);
+void lc_node_release(struct lc_node *n); /* NULL is fine */
+
+/* Gives n a fresh contiguous buffer for its data (row-major strides,
+ * offset 0, LC_NF_CONTIG). 0, or 1 after reporting. */
+int lc_node_alloc_data(struct lc_node *n);
+
+/* Makes n a view of src's buffer with the given strides and offset. */
+void lc_node_set_view(struct lc_node *n, const struct lc_node *src, const int64_t *strides,
+                      int64_t offset);
+
+/* Row-major strides for shape, into out. */
+void lc_shape_strides(int ndim, const int *shape, int64_t *out);
+
+/* True when the evaluated node's elements are row-major contiguous
+ * (dimensions of extent 1 are ignored). Also recomputes LC_NF_CONTIG. */
+bool lc_node_is_contiguous(struct lc_node *n);
+
+/* Pointer to element 0 (offset applied). n must be evaluated. */
+static inline void *lc_node_data(const struct lc_node *n) {
+  return (char *)n->buf->data + n->offset * (int64_t)lc_dtype_size(n->dtype);
+}
+
+/* Replaces an evaluated node's data by a row-major contiguous copy if it is
+ * not already contiguous. 0, or 1 after reporting. */
+int lc_node_make_contiguous(struct lc_node *n);
+
+/* Copies an evaluated node's elements, row-major, into dst (size*itemsize). */
+void lc_node_copy_out(const struct lc_node *n, void *dst);
+
+/* Drops inputs and params of an evaluated node (MLX's detach). */
+void lc_node_detach(struct lc_node *n);
+
+/* Shape helpers. */
+int64_t lc_shape_size(int ndim, const int *shape);
+bool lc_shape_equal(int na, const int *a, int nb, const int *b);
+/* Formats "[2, 3]" into buf. Returns buf. */
+char *lc_shape_str(int ndim, const int *shape, char *buf, int len);
+
+#endif

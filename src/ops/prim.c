@@ -1,0 +1,86 @@
+/* The primitive table and the core primitives (NONE, TUPLE_GET). */
+#include "ops/prim.h"
+
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "ops/tuple.h"
+
+const struct lc_prim *const lc_prims[LC_OP_COUNT] = {
+#define LC_PRIM(id, row) [LC_OP_##id] = &row,
+#include "ops/ops.def"
+#undef LC_PRIM
+};
+
+static int none_eval(struct lc_node *n) {
+  /* Leaves are born evaluated; reaching here means a bug. */
+  return lc_error("internal: evaluating a leaf without data (shape size %lld)",
+                  (long long)n->size);
+}
+
+const struct lc_prim lc_prim_none = {.name = "leaf", .eval_cpu = none_eval};
+
+bool lc_prim_can_donate(const struct lc_node *n, int k) {
+  const struct lc_node *x = n->in[k];
+  return atomic_load(&x->refs) == 1 && x->buf && x->buf->owned &&
+         atomic_load(&x->buf->refs) == 1 && (x->flags & LC_NF_CONTIG) && x->offset == 0 &&
+         x->size == n->size && lc_dtype_size(x->dtype) == lc_dtype_size(n->dtype);
+}
+
+/* ---- tuples ---- */
+
+struct tuple_get_params {
+  int64_t byte_offset;
+};
+
+int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets) {
+  int64_t off = 0;
+  for (int k = 0; k < nout; k++) {
+    offsets[k] = off;
+    off += (nbytes[k] + 63) / 64 * 64;
+  }
+  return off;
+}
+
+void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k) {
+  int64_t offs[nout];
+  lc_tuple_layout(nout, nbytes, offs);
+  return (char *)tuple->buf->data + offs[k];
+}
+
+int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
+                 size_t params_size, int nout, const mlx_dtype *dtypes, const int *ndims,
+                 const int *const *shapes, struct lc_node **outs) {
+  int64_t nbytes[nout], offs[nout];
+  for (int k = 0; k < nout; k++)
+    nbytes[k] = lc_shape_size(ndims[k], shapes[k]) * (int64_t)lc_dtype_size(dtypes[k]);
+  int64_t total = lc_tuple_layout(nout, nbytes, offs);
+  if (total > INT32_MAX) return lc_error("multi-output operation too large (%lld bytes)", (long long)total);
+  int tshape = (int)total;
+  struct lc_node *t = lc_node_new_op(op, MLX_UINT8, 1, &tshape, nin, in, params, params_size);
+  if (!t) return 1;
+  for (int k = 0; k < nout; k++) {
+    struct tuple_get_params p = {offs[k]};
+    outs[k] = lc_node_new_op(LC_OP_TUPLE_GET, dtypes[k], ndims[k], shapes[k], 1, &t, &p, sizeof p);
+    if (!outs[k]) {
+      while (k--) lc_node_release(outs[k]);
+      lc_node_release(t);
+      return 1;
+    }
+  }
+  lc_node_release(t);
+  return 0;
+}
+
+static int tuple_get_eval(struct lc_node *n) {
+  const struct tuple_get_params *p = n->params;
+  int64_t isz = (int64_t)lc_dtype_size(n->dtype);
+  int64_t strides[n->ndim > 0 ? n->ndim : 1];
+  lc_shape_strides(n->ndim, n->shape, strides);
+  /* the view's offset is in n's element units; layouts are 64-byte aligned */
+  lc_node_set_view(n, n->in[0], strides, (n->in[0]->offset + p->byte_offset) / isz);
+  return 0;
+}
+
+const struct lc_prim lc_prim_tuple_get = {
+    .name = "tuple_get", .flags = LC_PF_VIEW, .eval_cpu = tuple_get_eval};

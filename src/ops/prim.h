@@ -1,0 +1,85 @@
+/* Primitives: the one table that says what every graph operation is.
+ *
+ * Each primitive is a `struct lc_prim` row defined in its family's file
+ * (ops/unary.c, ops/reduce.c, ...) and listed in that family's .def file;
+ * ops.def gathers the families into `enum lc_op` and the table `lc_prims`.
+ * Adding a primitive = one line in a .def file + one row in its family file.
+ *
+ * Contracts:
+ *  - eval_cpu(n): every input of n is evaluated; computes n's data, setting
+ *    buf/strides/offset (lc_node_alloc_data for fresh output, lc_node_set_view
+ *    for views). Returns 0, or 1 after reporting through lc_error. Must not
+ *    modify inputs (they may be shared), except to take over an input buffer
+ *    that lc_prim_can_donate() allows.
+ *  - ew (elementwise primitives only): applies the op to n elements, see
+ *    lc_ew_kernel. Used both by the eager evaluator and by fused kernels.
+ *  - equal(a, b): same op assumed; whether two nodes compute the same thing
+ *    given the same inputs. NULL means: params bytes equal.
+ *  - vjp/jvp/vmap: transformation rules, NULL where not supported yet.
+ *  - Optional slots are marked. Rows are const and shared by all threads. */
+#ifndef LC_PRIM_H
+#define LC_PRIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/node.h"
+
+enum lc_op {
+#define LC_PRIM(id, row) LC_OP_##id,
+#include "ops/ops.def"
+#undef LC_PRIM
+  LC_OP_COUNT
+};
+
+/* Primitive flags. */
+#define LC_PF_ELEMWISE 1u  /* pointwise: inputs have the output's shape; has ew */
+#define LC_PF_VIEW 2u      /* eval shares an input buffer (no copy) */
+#define LC_PF_REDUCE 4u    /* reduction over axes */
+#define LC_PF_NOCSE 8u     /* never merge two nodes (random, side effects) */
+#define LC_PF_BROADCAST 16u /* the broadcast view: fusable as an index map */
+
+/* Elementwise kernel over n elements. out is contiguous, of the node's
+ * dtype; in[k] points at input k's first element, whose element stride is
+ * is[k] (0 = the same element throughout; any other value allowed).
+ * in_dt is the dtype of the op's data inputs (for where: of x and y; the
+ * condition is bool). params: the node's params (may be NULL). */
+typedef void (*lc_ew_kernel)(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,
+                             const int64_t *is, mlx_dtype in_dt, const void *params);
+
+struct lc_prim {
+  const char *name;
+  unsigned flags;
+  int (*eval_cpu)(struct lc_node *n);
+  int (*eval_cuda)(struct lc_node *n); /* optional */
+  lc_ew_kernel ew;                     /* LC_PF_ELEMWISE only */
+  bool (*equal)(const struct lc_node *a, const struct lc_node *b); /* optional */
+  /* Autodiff and vmap rules (optional until the transforms land).
+   * vjp: cotangents for the inputs listed in argnums, given the output's
+   *   cotangent; each result is a new reference.
+   * jvp: the output's tangent from the inputs' tangents (NULL = zero).
+   * vmap: the op applied to batched inputs; in_axes[k] = -1 if unbatched. */
+  int (*vjp)(struct lc_node *n, struct lc_node *cotan, const int *argnums, int nargs,
+             struct lc_node **out);
+  int (*jvp)(struct lc_node *n, struct lc_node *const *tangents, struct lc_node **out);
+  int (*vmap)(struct lc_node *n, struct lc_node *const *inputs, const int *in_axes,
+              struct lc_node **out, int *out_axis);
+  /* Writes a short description of params for graph dumps (optional). */
+  int (*describe)(const struct lc_node *n, char *buf, size_t len);
+};
+
+extern const struct lc_prim *const lc_prims[LC_OP_COUNT];
+
+static inline const struct lc_prim *lc_prim_of(const struct lc_node *n) { return lc_prims[n->op]; }
+
+/* Whether n may take over input k's buffer for its output: the input node
+ * and its buffer are referenced only by n, the buffer is lace's, the input
+ * is contiguous with the output's size and itemsize. */
+bool lc_prim_can_donate(const struct lc_node *n, int k);
+
+#define LC_PRIM(id, row) extern const struct lc_prim row;
+#include "ops/ops.def"
+#undef LC_PRIM
+
+#endif

@@ -1,0 +1,24 @@
+/* Multi-output primitives.
+ * A primitive with k outputs is one "tuple" node whose data is a single
+ * uint8 buffer holding the k outputs back to back (each contiguous, starting
+ * at a 64-byte aligned offset), plus k TUPLE_GET nodes that view it. The
+ * tuple's eval_cpu fills the buffer; lc_tuple_layout gives the offsets. */
+#ifndef LC_TUPLE_H
+#define LC_TUPLE_H
+
+#include "core/node.h"
+
+/* Byte offsets of outputs with the given byte sizes; returns the total. */
+int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets);
+
+/* Builds the tuple node for primitive `op` and its nout getters (new
+ * references in outs). Output k has dtypes[k], ndims[k], shapes[k].
+ * 0, or 1 after reporting (nothing is left allocated). */
+int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
+                 size_t params_size, int nout, const mlx_dtype *dtypes, const int *ndims,
+                 const int *const *shapes, struct lc_node **outs);
+
+/* Output k's data inside an evaluated tuple node. */
+void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k);
+
+#endif
