@@ -2,6 +2,7 @@
 # (AddressSanitizer + UndefinedBehaviorSanitizer), build-tsan/ (ThreadSanitizer).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+PYTHON ?= python3
 
 .PHONY: all deps build demo test test-plain test-asan test-tsan bench install clean
 
@@ -40,8 +41,12 @@ test-tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L threads -j $(JOBS)
 
+# Every benchmark program (output also saved as build/bench/<name>.txt), then
+# the same op cases in numpy (torch, mlx when importable by $(PYTHON)).
 bench: build
-	@for b in build/bench/bench_*; do [ -x "$$b" ] && "$$b"; done
+	@set -e; for b in build/bench/bench_*; do \
+	  if [ -x "$$b" ] && [ -f "$$b" ]; then "$$b" | tee "$$b.txt"; fi; done
+	$(PYTHON) bench/compare_numpy.py build/bench/bench_ops.txt
 
 install: build
 	cmake --install build $(if $(PREFIX),--prefix $(PREFIX),)
