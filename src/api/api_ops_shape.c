@@ -1,0 +1,283 @@
+/* Public shape ops (views and rearrangements): argument checks, then the
+ * builders of ops/shape.h. */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "api/api.h"
+#include "api/handles.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+
+/* Checks a (pointer, count) list argument: non-NULL when count > 0 and a
+ * count that fits an int. */
+static int check_list(const char *fn, const char *what, const void *p, size_t n) {
+  if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
+  if (n > INT_MAX) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
+  return 0;
+}
+
+#define API_PROLOGUE(fn, res, a)                  \
+  LC_CHECK_RES(fn, res);                          \
+  LC_CHECK_ARR(fn, a);                            \
+  if (lc_api_check_stream(fn, s)) return 1
+
+int mlx_reshape(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
+                const mlx_stream s) {
+  API_PROLOGUE("mlx_reshape", res, a);
+  if (check_list("mlx_reshape", "shape", shape, shape_num)) return 1;
+  return lc_api_set(res, lc_reshape(lc_arr(a), (int)shape_num, shape));
+}
+
+int mlx_flatten(mlx_array *res, const mlx_array a, int start_axis, int end_axis,
+                const mlx_stream s) {
+  API_PROLOGUE("mlx_flatten", res, a);
+  return lc_api_set(res, lc_flatten(lc_arr(a), start_axis, end_axis));
+}
+
+int mlx_unflatten(mlx_array *res, const mlx_array a, int axis, const int *shape, size_t shape_num,
+                  const mlx_stream s) {
+  API_PROLOGUE("mlx_unflatten", res, a);
+  if (check_list("mlx_unflatten", "shape", shape, shape_num)) return 1;
+  return lc_api_set(res, lc_unflatten(lc_arr(a), axis, (int)shape_num, shape));
+}
+
+int mlx_squeeze_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                     const mlx_stream s) {
+  API_PROLOGUE("mlx_squeeze_axes", res, a);
+  if (check_list("mlx_squeeze_axes", "axes", axes, axes_num)) return 1;
+  return lc_api_set(res, lc_squeeze(lc_arr(a), (int)axes_num, axes));
+}
+
+int mlx_squeeze_axis(mlx_array *res, const mlx_array a, int axis, const mlx_stream s) {
+  API_PROLOGUE("mlx_squeeze_axis", res, a);
+  return lc_api_set(res, lc_squeeze(lc_arr(a), 1, &axis));
+}
+
+int mlx_squeeze(mlx_array *res, const mlx_array a, const mlx_stream s) {
+  API_PROLOGUE("mlx_squeeze", res, a);
+  return lc_api_set(res, lc_squeeze_all(lc_arr(a)));
+}
+
+int mlx_expand_dims_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                         const mlx_stream s) {
+  API_PROLOGUE("mlx_expand_dims_axes", res, a);
+  if (check_list("mlx_expand_dims_axes", "axes", axes, axes_num)) return 1;
+  return lc_api_set(res, lc_expand_dims(lc_arr(a), (int)axes_num, axes));
+}
+
+int mlx_expand_dims(mlx_array *res, const mlx_array a, int axis, const mlx_stream s) {
+  API_PROLOGUE("mlx_expand_dims", res, a);
+  return lc_api_set(res, lc_expand_dims(lc_arr(a), 1, &axis));
+}
+
+int mlx_transpose_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                       const mlx_stream s) {
+  API_PROLOGUE("mlx_transpose_axes", res, a);
+  if (check_list("mlx_transpose_axes", "axes", axes, axes_num)) return 1;
+  if (axes_num != (size_t)lc_arr(a)->ndim)
+    return lc_error("mlx_transpose_axes: received %zu axes for an array with %d dimensions",
+                    axes_num, lc_arr(a)->ndim);
+  return lc_api_set(res, lc_transpose(lc_arr(a), axes));
+}
+
+int mlx_transpose(mlx_array *res, const mlx_array a, const mlx_stream s) {
+  API_PROLOGUE("mlx_transpose", res, a);
+  return lc_api_set(res, lc_transpose_all(lc_arr(a)));
+}
+
+int mlx_swapaxes(mlx_array *res, const mlx_array a, int axis1, int axis2, const mlx_stream s) {
+  API_PROLOGUE("mlx_swapaxes", res, a);
+  return lc_api_set(res, lc_swapaxes(lc_arr(a), axis1, axis2));
+}
+
+int mlx_moveaxis(mlx_array *res, const mlx_array a, int source, int destination,
+                 const mlx_stream s) {
+  API_PROLOGUE("mlx_moveaxis", res, a);
+  return lc_api_set(res, lc_moveaxis(lc_arr(a), source, destination));
+}
+
+int mlx_broadcast_to(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
+                     const mlx_stream s) {
+  API_PROLOGUE("mlx_broadcast_to", res, a);
+  if (check_list("mlx_broadcast_to", "shape", shape, shape_num)) return 1;
+  for (size_t i = 0; i < shape_num; i++)
+    if (shape[i] < 0) return lc_error("mlx_broadcast_to: negative dimensions not allowed");
+  return lc_api_set(res, lc_broadcast_to(lc_arr(a), (int)shape_num, shape));
+}
+
+int mlx_broadcast_arrays(mlx_vector_array *res, const mlx_vector_array inputs,
+                         const mlx_stream s) {
+  LC_CHECK_RES("mlx_broadcast_arrays", res);
+  if (lc_api_check_stream("mlx_broadcast_arrays", s)) return 1;
+  struct lc_node **in;
+  size_t n;
+  if (lc_api_vector_nodes("mlx_broadcast_arrays", inputs, &in, &n)) return 1;
+  int nd = 0;
+  for (size_t i = 0; i < n; i++) nd = in[i]->ndim > nd ? in[i]->ndim : nd;
+  int shape[nd > 0 ? nd : 1], tmp[nd > 0 ? nd : 1], cur = 0;
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    rc = lc_broadcast_shapes("mlx_broadcast_arrays", cur, shape, in[i]->ndim, in[i]->shape, &cur,
+                             tmp);
+    for (int k = 0; k < cur && !rc; k++) shape[k] = tmp[k];
+  }
+  struct lc_node **out = rc ? NULL : calloc(n ? n : 1, sizeof *out);
+  if (!rc && !out) rc = lc_error("out of memory");
+  for (size_t i = 0; i < n && !rc; i++)
+    if (!(out[i] = lc_broadcast_to(in[i], cur, shape))) rc = 1;
+  if (!rc) rc = lc_vec_array_assign(res, out, n);
+  for (size_t i = 0; out && i < n; i++) lc_node_release(out[i]);
+  free(out);
+  free(in);
+  return rc;
+}
+
+int mlx_as_strided(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
+                   const int64_t *strides, size_t strides_num, size_t offset, const mlx_stream s) {
+  API_PROLOGUE("mlx_as_strided", res, a);
+  if (check_list("mlx_as_strided", "shape", shape, shape_num) ||
+      check_list("mlx_as_strided", "strides", strides, strides_num))
+    return 1;
+  if (shape_num != strides_num)
+    return lc_error("mlx_as_strided: shape has %zu entries but strides has %zu", shape_num,
+                    strides_num);
+  if (offset > (size_t)INT64_MAX) return lc_error("mlx_as_strided: offset %zu is too large", offset);
+  return lc_api_set(res, lc_as_strided(lc_arr(a), (int)shape_num, shape, strides, (int64_t)offset));
+}
+
+int mlx_slice(mlx_array *res, const mlx_array a, const int *start, size_t start_num,
+              const int *stop, size_t stop_num, const int *strides, size_t strides_num,
+              const mlx_stream s) {
+  API_PROLOGUE("mlx_slice", res, a);
+  if (check_list("mlx_slice", "start", start, start_num) ||
+      check_list("mlx_slice", "stop", stop, stop_num) ||
+      check_list("mlx_slice", "strides", strides, strides_num))
+    return 1;
+  size_t nd = (size_t)lc_arr(a)->ndim;
+  if (start_num != nd || stop_num != nd || strides_num != nd)
+    return lc_error("mlx_slice: invalid number of indices or strides (%zu, %zu, %zu) for an "
+                    "array with %zu dimensions",
+                    start_num, stop_num, strides_num, nd);
+  return lc_api_set(res, lc_slice(lc_arr(a), start, stop, strides));
+}
+
+/* Stores nodes out[0..n) (consumed) into *res. */
+static int set_vector(mlx_vector_array *res, struct lc_node **out, size_t n) {
+  int rc = lc_vec_array_assign(res, out, n);
+  for (size_t i = 0; i < n; i++) lc_node_release(out[i]);
+  return rc;
+}
+
+int mlx_split_sections(mlx_vector_array *res, const mlx_array a, const int *indices,
+                       size_t indices_num, int axis, const mlx_stream s) {
+  API_PROLOGUE("mlx_split_sections", res, a);
+  if (check_list("mlx_split_sections", "indices", indices, indices_num)) return 1;
+  struct lc_node **out = malloc(sizeof *out * (indices_num + 1));
+  if (!out) return lc_error("out of memory");
+  int rc = lc_split_sections(lc_arr(a), (int)indices_num, indices, axis, out);
+  if (!rc) rc = set_vector(res, out, indices_num + 1);
+  free(out);
+  return rc;
+}
+
+int mlx_split(mlx_vector_array *res, const mlx_array a, int num_splits, int axis,
+              const mlx_stream s) {
+  API_PROLOGUE("mlx_split", res, a);
+  struct lc_node *x = lc_arr(a);
+  if (lc_api_axis("mlx_split", &axis, x->ndim)) return 1;
+  if (num_splits <= 0)
+    return lc_error("mlx_split: num_splits must be positive and non-zero but got %d", num_splits);
+  if (x->shape[axis] % num_splits)
+    return lc_error("mlx_split: array split does not result in sub arrays with equal size: "
+                    "attempting %d splits along axis %d of size %d",
+                    num_splits, axis, x->shape[axis]);
+  int step = x->shape[axis] / num_splits;
+  int *idx = malloc(sizeof(int) * (size_t)num_splits);
+  struct lc_node **out = malloc(sizeof *out * (size_t)num_splits);
+  int rc = 0;
+  if (!idx || !out) rc = lc_error("out of memory");
+  if (!rc) {
+    for (int i = 0; i < num_splits - 1; i++) idx[i] = (i + 1) * step;
+    rc = lc_split_sections(x, num_splits - 1, idx, axis, out);
+    if (!rc) rc = set_vector(res, out, (size_t)num_splits);
+  }
+  free(idx);
+  free(out);
+  return rc;
+}
+
+int mlx_diagonal(mlx_array *res, const mlx_array a, int offset, int axis1, int axis2,
+                 const mlx_stream s) {
+  API_PROLOGUE("mlx_diagonal", res, a);
+  return lc_api_set(res, lc_diagonal(lc_arr(a), offset, axis1, axis2));
+}
+
+int mlx_atleast_1d(mlx_array *res, const mlx_array a, const mlx_stream s) {
+  API_PROLOGUE("mlx_atleast_1d", res, a);
+  return lc_api_set(res, lc_atleast(lc_arr(a), 1));
+}
+
+int mlx_atleast_2d(mlx_array *res, const mlx_array a, const mlx_stream s) {
+  API_PROLOGUE("mlx_atleast_2d", res, a);
+  return lc_api_set(res, lc_atleast(lc_arr(a), 2));
+}
+
+int mlx_atleast_3d(mlx_array *res, const mlx_array a, const mlx_stream s) {
+  API_PROLOGUE("mlx_atleast_3d", res, a);
+  return lc_api_set(res, lc_atleast(lc_arr(a), 3));
+}
+
+int mlx_contiguous(mlx_array *res, const mlx_array a, bool allow_col_major, const mlx_stream s) {
+  API_PROLOGUE("mlx_contiguous", res, a);
+  (void)allow_col_major; /* the result is always row-major, which satisfies both */
+  return lc_api_set(res, lc_contiguous(lc_arr(a)));
+}
+
+static int concat_impl(const char *fn, mlx_array *res, mlx_vector_array arrays, int axis,
+                       bool flat, bool stack) {
+  LC_CHECK_RES(fn, res);
+  struct lc_node **in;
+  size_t n;
+  if (lc_api_vector_nodes(fn, arrays, &in, &n)) return 1;
+  if (n > INT_MAX) {
+    free(in);
+    return lc_error("%s: too many arrays", fn);
+  }
+  struct lc_node **flat_in = NULL;
+  int rc = 0;
+  if (flat) { /* concatenate without an axis flattens every input */
+    flat_in = calloc(n ? n : 1, sizeof *flat_in);
+    if (!flat_in) rc = lc_error("out of memory");
+    for (size_t i = 0; i < n && !rc; i++)
+      if (!(flat_in[i] = lc_flatten(in[i], 0, -1))) rc = 1;
+  }
+  if (!rc) {
+    struct lc_node *const *src = flat ? flat_in : in;
+    rc = lc_api_set(res, stack ? lc_stack((int)n, src, axis) : lc_concatenate((int)n, src, axis));
+  }
+  for (size_t i = 0; flat_in && i < n; i++) lc_node_release(flat_in[i]);
+  free(flat_in);
+  free(in);
+  return rc;
+}
+
+int mlx_concatenate_axis(mlx_array *res, const mlx_vector_array arrays, int axis,
+                         const mlx_stream s) {
+  if (lc_api_check_stream("mlx_concatenate_axis", s)) return 1;
+  return concat_impl("mlx_concatenate_axis", res, arrays, axis, false, false);
+}
+
+int mlx_concatenate(mlx_array *res, const mlx_vector_array arrays, const mlx_stream s) {
+  if (lc_api_check_stream("mlx_concatenate", s)) return 1;
+  return concat_impl("mlx_concatenate", res, arrays, 0, true, false);
+}
+
+int mlx_stack_axis(mlx_array *res, const mlx_vector_array arrays, int axis, const mlx_stream s) {
+  if (lc_api_check_stream("mlx_stack_axis", s)) return 1;
+  return concat_impl("mlx_stack_axis", res, arrays, axis, false, true);
+}
+
+int mlx_stack(mlx_array *res, const mlx_vector_array arrays, const mlx_stream s) {
+  if (lc_api_check_stream("mlx_stack", s)) return 1;
+  return concat_impl("mlx_stack", res, arrays, 0, false, true);
+}

@@ -1,0 +1,163 @@
+/* Copying shape primitives: contiguous copy and concatenate. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/iter.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/shape.h"
+#include "ops/shape_internal.h"
+
+struct copy_ctx {
+  char *dst;
+  const char *src;
+  size_t isz;
+};
+
+static void copy_run(void *arg, int64_t n, const int64_t *offs, const int64_t *inner) {
+  struct copy_ctx *c = arg;
+  size_t isz = c->isz;
+  char *d = c->dst + offs[0] * (int64_t)isz;
+  const char *s = c->src + offs[1] * (int64_t)isz;
+  int64_t ds = inner[0] * (int64_t)isz, ss = inner[1] * (int64_t)isz;
+  if (inner[0] == 1 && inner[1] == 1) {
+    memcpy(d, s, (size_t)n * isz);
+    return;
+  }
+  switch (isz) {
+  case 1: for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss]; break;
+  case 2: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 2); break;
+  case 4: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 4); break;
+  case 8: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 8); break;
+  default: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, isz); break;
+  }
+}
+
+int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int64_t *dst_strides,
+                    int64_t dst_off, const void *src, const int64_t *src_strides,
+                    int64_t src_off) {
+  const int64_t *strides[2] = {dst_strides, src_strides};
+  int64_t base[2] = {dst_off, src_off};
+  struct copy_ctx c = {dst, src, isz};
+  return lc_iter_runs(ndim, shape, 2, strides, base, copy_run, &c, true);
+}
+
+/* ---- contiguous ---- */
+
+static int copy_eval(struct lc_node *n) {
+  if (lc_node_alloc_data(n)) return 1;
+  lc_node_copy_out(n->in[0], n->buf->data);
+  return 0;
+}
+
+const struct lc_prim lc_prim_copy = {.name = "copy", .eval_cpu = copy_eval};
+
+struct lc_node *lc_contiguous(struct lc_node *a) {
+  return lc_node_new_op(LC_OP_COPY, a->dtype, a->ndim, a->shape, 1, &a, NULL, 0);
+}
+
+/* ---- concatenate ---- */
+
+static int concatenate_eval(struct lc_node *n) {
+  int axis = *(const int *)n->params;
+  if (lc_node_alloc_data(n)) return 1;
+  size_t isz = lc_dtype_size(n->dtype);
+  int64_t off = 0;
+  for (int k = 0; k < n->nin; k++) {
+    const struct lc_node *x = n->in[k];
+    if (x->size && lc_copy_strided(x->ndim, x->shape, isz, n->buf->data, n->strides, off,
+                                   x->buf->data, x->strides, x->offset))
+      return 1;
+    off += (int64_t)x->shape[axis] * n->strides[axis];
+  }
+  return 0;
+}
+
+const struct lc_prim lc_prim_concatenate = {.name = "concatenate", .eval_cpu = concatenate_eval};
+
+struct lc_node *lc_concatenate(int n, struct lc_node *const *arrays, int axis) {
+  if (n <= 0) {
+    lc_error("concatenate: no arrays to concatenate");
+    return NULL;
+  }
+  const struct lc_node *a0 = arrays[0];
+  int nd = a0->ndim;
+  if (nd == 0) {
+    lc_error("concatenate: zero-dimensional arrays cannot be concatenated");
+    return NULL;
+  }
+  int ax = axis < 0 ? axis + nd : axis;
+  if (ax < 0 || ax >= nd) {
+    lc_error("concatenate: axis %d is out of bounds for arrays with %d dimensions", axis, nd);
+    return NULL;
+  }
+  int shape[nd];
+  memcpy(shape, a0->shape, sizeof shape);
+  int64_t total = 0;
+  mlx_dtype dt = a0->dtype;
+  for (int k = 0; k < n; k++) {
+    const struct lc_node *x = arrays[k];
+    bool ok = x->ndim == nd;
+    for (int i = 0; ok && i < nd; i++) ok = i == ax || x->shape[i] == shape[i];
+    if (!ok) {
+      char s0[128], s1[128];
+      lc_error("concatenate: all the input array dimensions except for the concatenation axis "
+               "must match exactly, but array 0 has shape %s and array %d has shape %s",
+               lc_shape_str(nd, a0->shape, s0, sizeof s0), k,
+               lc_shape_str(x->ndim, x->shape, s1, sizeof s1));
+      return NULL;
+    }
+    total += x->shape[ax];
+    dt = lc_dtype_promote(dt, x->dtype);
+  }
+  if (total > INT_MAX) {
+    lc_error("concatenate: result is too large along axis %d", ax);
+    return NULL;
+  }
+  shape[ax] = (int)total;
+  struct lc_node **in = malloc(sizeof *in * (size_t)n);
+  if (!in) {
+    lc_error("out of memory");
+    return NULL;
+  }
+  int made = 0;
+  for (; made < n; made++)
+    if (!(in[made] = lc_astype(arrays[made], dt))) break;
+  struct lc_node *r = NULL;
+  if (made == n) r = lc_node_new_op(LC_OP_CONCATENATE, dt, nd, shape, n, in, &ax, sizeof ax);
+  while (made--) lc_node_release(in[made]);
+  free(in);
+  return r;
+}
+
+struct lc_node *lc_stack(int n, struct lc_node *const *arrays, int axis) {
+  if (n <= 0) {
+    lc_error("stack: no arrays to stack");
+    return NULL;
+  }
+  for (int k = 1; k < n; k++)
+    if (!lc_shape_equal(arrays[0]->ndim, arrays[0]->shape, arrays[k]->ndim, arrays[k]->shape)) {
+      lc_error("stack: all arrays must have the same shape (array %d differs from array 0)", k);
+      return NULL;
+    }
+  int nd = arrays[0]->ndim + 1;
+  int ax = axis < 0 ? axis + nd : axis;
+  if (ax < 0 || ax >= nd) {
+    lc_error("stack: axis %d is out of bounds for the result with %d dimensions", axis, nd);
+    return NULL;
+  }
+  struct lc_node **in = malloc(sizeof *in * (size_t)n);
+  if (!in) {
+    lc_error("out of memory");
+    return NULL;
+  }
+  int made = 0;
+  for (; made < n; made++)
+    if (!(in[made] = lc_expand_dims(arrays[made], 1, &ax))) break;
+  struct lc_node *r = made == n ? lc_concatenate(n, in, ax) : NULL;
+  while (made--) lc_node_release(in[made]);
+  free(in);
+  return r;
+}

@@ -1,0 +1,15 @@
+/* Helpers shared by the shape and index families (not public API). */
+#ifndef LC_SHAPE_INTERNAL_H
+#define LC_SHAPE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Copies the elements of an n-d index space from src to dst (both with
+ * element strides and offsets, itemsize isz); parallel when large. 0, or 1
+ * after reporting. */
+int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int64_t *dst_strides,
+                    int64_t dst_off, const void *src, const int64_t *src_strides,
+                    int64_t src_off);
+
+#endif

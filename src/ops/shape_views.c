@@ -1,0 +1,507 @@
+/* View primitives (reshape, transpose, slice, as_strided, diagonal) and the
+ * builders derived from them. Eval of a view shares the input's buffer
+ * through lc_node_set_view; only reshape falls back to a copy, when the
+ * input's strides cannot express the new shape. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/prim.h"
+#include "ops/shape.h"
+
+/* ---- reshape ---- */
+
+/* Strides ns (nn entries) that view `in`'s elements in row-major order with
+ * shape nd, if its strides allow (in->size > 0). Groups of old axes whose
+ * product matches a group of new axes must be mutually contiguous. */
+static bool reshape_strides(const struct lc_node *in, int nn, const int *nd, int64_t *ns) {
+  int cap = in->ndim > 0 ? in->ndim : 1;
+  int64_t od[cap], os[cap];
+  int on = 0;
+  for (int i = 0; i < in->ndim; i++)
+    if (in->shape[i] != 1) {
+      od[on] = in->shape[i];
+      os[on++] = in->strides[i];
+    }
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < nn && oi < on) {
+    int64_t np = nd[ni], op = od[oi];
+    while (np != op) {
+      if (np < op)
+        np *= nd[nj++];
+      else
+        op *= od[oj++];
+    }
+    for (int k = oi; k < oj - 1; k++)
+      if (os[k] != od[k + 1] * os[k + 1]) return false;
+    ns[nj - 1] = os[oj - 1];
+    for (int k = nj - 1; k > ni; k--) ns[k - 1] = ns[k] * nd[k];
+    ni = nj++;
+    oi = oj++;
+  }
+  for (; ni < nn; ni++) ns[ni] = 1; /* trailing axes of extent 1 */
+  return true;
+}
+
+static int reshape_eval(struct lc_node *n) {
+  struct lc_node *in = n->in[0];
+  int64_t ns[n->ndim > 0 ? n->ndim : 1];
+  if (in->size == 0) {
+    lc_shape_strides(n->ndim, n->shape, ns);
+    lc_node_set_view(n, in, ns, in->offset);
+    return 0;
+  }
+  if (reshape_strides(in, n->ndim, n->shape, ns)) {
+    lc_node_set_view(n, in, ns, in->offset);
+    return 0;
+  }
+  if (lc_node_alloc_data(n)) return 1;
+  lc_node_copy_out(in, n->buf->data);
+  return 0;
+}
+
+const struct lc_prim lc_prim_reshape = {
+    .name = "reshape", .flags = LC_PF_VIEW, .eval_cpu = reshape_eval};
+
+/* Resolves one -1 entry of shape (into out) against size; 0 or 1 after
+ * reporting with prefix fn. */
+static int infer_shape(const char *fn, int64_t size, int ndim, const int *shape, int *out) {
+  int infer = -1;
+  int64_t prod = 1;
+  for (int i = 0; i < ndim; i++) {
+    out[i] = shape[i];
+    if (shape[i] == -1) {
+      if (infer >= 0) return lc_error("%s: can only infer one dimension", fn);
+      infer = i;
+    } else if (shape[i] < 0) {
+      return lc_error("%s: negative dimension %d in shape", fn, shape[i]);
+    } else {
+      prod *= shape[i];
+      if (prod > INT64_MAX / INT_MAX) return lc_error("%s: shape is too large", fn);
+    }
+  }
+  if (infer >= 0) {
+    if (prod == 0) return lc_error("%s: cannot infer the shape of an empty array", fn);
+    if (size % prod == 0 && size / prod <= INT_MAX) out[infer] = (int)(size / prod);
+    prod *= out[infer];
+  }
+  if (prod != size || (infer >= 0 && out[infer] < 0)) {
+    char s[256];
+    return lc_error("%s: cannot reshape array of size %lld into shape %s", fn, (long long)size,
+                    lc_shape_str(ndim, shape, s, sizeof s));
+  }
+  return 0;
+}
+
+struct lc_node *lc_reshape(struct lc_node *a, int ndim, const int *shape) {
+  if (ndim < 0) {
+    lc_error("reshape: negative number of dimensions %d", ndim);
+    return NULL;
+  }
+  int out[ndim > 0 ? ndim : 1];
+  if (infer_shape("reshape", a->size, ndim, shape, out)) return NULL;
+  if (lc_shape_equal(a->ndim, a->shape, ndim, out)) return lc_node_retain(a);
+  return lc_node_new_op(LC_OP_RESHAPE, a->dtype, ndim, out, 1, &a, NULL, 0);
+}
+
+/* ---- transpose ---- */
+
+static int transpose_eval(struct lc_node *n) {
+  const struct lc_node *in = n->in[0];
+  const int *perm = n->params;
+  int64_t st[n->ndim > 0 ? n->ndim : 1];
+  for (int i = 0; i < n->ndim; i++) st[i] = in->strides[perm[i]];
+  lc_node_set_view(n, in, st, in->offset);
+  return 0;
+}
+
+const struct lc_prim lc_prim_transpose = {
+    .name = "transpose", .flags = LC_PF_VIEW, .eval_cpu = transpose_eval};
+
+static struct lc_node *transpose_impl(const char *fn, struct lc_node *a, const int *perm) {
+  int nd = a->ndim;
+  int p[nd > 0 ? nd : 1], shape[nd > 0 ? nd : 1];
+  bool seen[nd > 0 ? nd : 1];
+  memset(seen, 0, sizeof seen);
+  bool ident = true;
+  for (int i = 0; i < nd; i++) {
+    int ax = perm[i] < 0 ? perm[i] + nd : perm[i];
+    if (ax < 0 || ax >= nd) {
+      lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, perm[i], nd);
+      return NULL;
+    }
+    if (seen[ax]) {
+      lc_error("%s: repeated axis %d in permutation", fn, perm[i]);
+      return NULL;
+    }
+    seen[ax] = true;
+    p[i] = ax;
+    shape[i] = a->shape[ax];
+    ident = ident && ax == i;
+  }
+  if (ident) return lc_node_retain(a);
+  return lc_node_new_op(LC_OP_TRANSPOSE, a->dtype, nd, shape, 1, &a, p, sizeof(int) * (size_t)nd);
+}
+
+struct lc_node *lc_transpose(struct lc_node *a, const int *perm) {
+  return transpose_impl("transpose", a, perm);
+}
+
+struct lc_node *lc_transpose_all(struct lc_node *a) {
+  int p[a->ndim > 0 ? a->ndim : 1];
+  for (int i = 0; i < a->ndim; i++) p[i] = a->ndim - 1 - i;
+  return transpose_impl("transpose", a, p);
+}
+
+static int norm_axis(const char *fn, const char *what, int *axis, int ndim) {
+  int ax = *axis < 0 ? *axis + ndim : *axis;
+  if (ax < 0 || ax >= ndim)
+    return lc_error("%s: %s %d is out of bounds for an array with %d dimensions", fn, what,
+                    *axis, ndim);
+  *axis = ax;
+  return 0;
+}
+
+struct lc_node *lc_swapaxes(struct lc_node *a, int axis1, int axis2) {
+  if (norm_axis("swapaxes", "axis", &axis1, a->ndim) ||
+      norm_axis("swapaxes", "axis", &axis2, a->ndim))
+    return NULL;
+  int p[a->ndim];
+  for (int i = 0; i < a->ndim; i++) p[i] = i;
+  p[axis1] = axis2;
+  p[axis2] = axis1;
+  return transpose_impl("swapaxes", a, p);
+}
+
+struct lc_node *lc_moveaxis(struct lc_node *a, int source, int destination) {
+  if (norm_axis("moveaxis", "source axis", &source, a->ndim) ||
+      norm_axis("moveaxis", "destination axis", &destination, a->ndim))
+    return NULL;
+  int p[a->ndim], k = 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (i != source) p[k++] = i;
+  memmove(p + destination + 1, p + destination, sizeof(int) * (size_t)(a->ndim - 1 - destination));
+  p[destination] = source;
+  return transpose_impl("moveaxis", a, p);
+}
+
+/* ---- squeeze, expand_dims, flatten, unflatten, atleast ---- */
+
+struct lc_node *lc_squeeze(struct lc_node *a, int naxes, const int *axes) {
+  int nd = a->ndim;
+  bool drop[nd > 0 ? nd : 1];
+  memset(drop, 0, sizeof drop);
+  for (int i = 0; i < naxes; i++) {
+    int ax = axes[i];
+    if (norm_axis("squeeze", "axis", &ax, nd)) return NULL;
+    if (a->shape[ax] != 1) {
+      lc_error("squeeze: cannot squeeze axis %d with size %d which is not equal to 1", axes[i],
+               a->shape[ax]);
+      return NULL;
+    }
+    if (drop[ax]) {
+      lc_error("squeeze: received duplicate axis %d", axes[i]);
+      return NULL;
+    }
+    drop[ax] = true;
+  }
+  int shape[nd > 0 ? nd : 1], k = 0;
+  for (int i = 0; i < nd; i++)
+    if (!drop[i]) shape[k++] = a->shape[i];
+  return lc_reshape(a, k, shape);
+}
+
+struct lc_node *lc_squeeze_all(struct lc_node *a) {
+  int shape[a->ndim > 0 ? a->ndim : 1], k = 0;
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] != 1) shape[k++] = a->shape[i];
+  return lc_reshape(a, k, shape);
+}
+
+struct lc_node *lc_expand_dims(struct lc_node *a, int naxes, const int *axes) {
+  if (naxes < 0 || naxes > INT_MAX - a->ndim) {
+    lc_error("expand_dims: invalid number of axes %d", naxes);
+    return NULL;
+  }
+  int nd = a->ndim + naxes;
+  bool ins[nd > 0 ? nd : 1];
+  memset(ins, 0, sizeof ins);
+  for (int i = 0; i < naxes; i++) {
+    int ax = axes[i];
+    if (norm_axis("expand_dims", "axis", &ax, nd)) return NULL;
+    if (ins[ax]) {
+      lc_error("expand_dims: received duplicate axis %d", axes[i]);
+      return NULL;
+    }
+    ins[ax] = true;
+  }
+  int shape[nd > 0 ? nd : 1];
+  for (int i = 0, k = 0; i < nd; i++) shape[i] = ins[i] ? 1 : a->shape[k++];
+  return lc_reshape(a, nd, shape);
+}
+
+struct lc_node *lc_flatten(struct lc_node *a, int start_axis, int end_axis) {
+  int nd = a->ndim;
+  if (nd == 0) {
+    int one = 1;
+    return lc_reshape(a, 1, &one);
+  }
+  int s = start_axis < 0 ? start_axis + nd : start_axis;
+  int e = end_axis < 0 ? end_axis + nd : end_axis;
+  s = s < 0 ? 0 : s;
+  e = e > nd - 1 ? nd - 1 : e;
+  if (s >= nd) {
+    lc_error("flatten: invalid start_axis %d for an array with %d dimensions", start_axis, nd);
+    return NULL;
+  }
+  if (e < 0) {
+    lc_error("flatten: invalid end_axis %d for an array with %d dimensions", end_axis, nd);
+    return NULL;
+  }
+  if (e < s) {
+    lc_error("flatten: start_axis must be less than or equal to end_axis");
+    return NULL;
+  }
+  int shape[nd], k = 0;
+  for (int i = 0; i < s; i++) shape[k++] = a->shape[i];
+  int64_t m = 1;
+  for (int i = s; i <= e; i++) m *= a->shape[i];
+  if (m > INT_MAX) {
+    lc_error("flatten: flattened dimension %lld is too large", (long long)m);
+    return NULL;
+  }
+  shape[k++] = (int)m;
+  for (int i = e + 1; i < nd; i++) shape[k++] = a->shape[i];
+  return lc_reshape(a, k, shape);
+}
+
+struct lc_node *lc_unflatten(struct lc_node *a, int axis, int nshape, const int *shape) {
+  if (nshape <= 0) {
+    lc_error("unflatten: shape to unflatten to cannot be empty");
+    return NULL;
+  }
+  if (norm_axis("unflatten", "axis", &axis, a->ndim)) return NULL;
+  if (nshape > INT_MAX - a->ndim) {
+    lc_error("unflatten: shape has too many dimensions");
+    return NULL;
+  }
+  int sub[nshape];
+  if (infer_shape("unflatten", a->shape[axis], nshape, shape, sub)) return NULL;
+  int nd = a->ndim - 1 + nshape, out[nd], k = 0;
+  for (int i = 0; i < axis; i++) out[k++] = a->shape[i];
+  for (int i = 0; i < nshape; i++) out[k++] = sub[i];
+  for (int i = axis + 1; i < a->ndim; i++) out[k++] = a->shape[i];
+  return lc_reshape(a, nd, out);
+}
+
+struct lc_node *lc_atleast(struct lc_node *a, int nd) {
+  if (a->ndim >= nd) return lc_node_retain(a);
+  int shape[3] = {1, 1, 1};
+  if (a->ndim == 1) shape[1] = a->shape[0]; /* (1, n) or (1, n, 1) */
+  if (a->ndim == 2) {
+    shape[0] = a->shape[0];
+    shape[1] = a->shape[1];
+  }
+  return lc_reshape(a, nd, shape);
+}
+
+/* ---- slice ---- */
+
+/* params: start[ndim] then step[ndim], normalised (start inside the axis
+ * when the output axis is non-empty). */
+static int slice_eval(struct lc_node *n) {
+  const struct lc_node *in = n->in[0];
+  const int *start = n->params, *step = start + n->ndim;
+  int64_t st[n->ndim > 0 ? n->ndim : 1], off = in->offset;
+  for (int i = 0; i < n->ndim; i++) {
+    st[i] = in->strides[i] * step[i];
+    if (n->size > 0) off += (int64_t)start[i] * in->strides[i];
+  }
+  lc_node_set_view(n, in, st, off);
+  return 0;
+}
+
+const struct lc_prim lc_prim_slice = {.name = "slice", .flags = LC_PF_VIEW, .eval_cpu = slice_eval};
+
+struct lc_node *lc_slice(struct lc_node *a, const int *start, const int *stop, const int *step) {
+  int nd = a->ndim;
+  int p[2 * nd + 1], shape[nd > 0 ? nd : 1];
+  bool same = true;
+  for (int i = 0; i < nd; i++) {
+    int64_t n = a->shape[i], s = start[i], e = stop[i], k = step ? step[i] : 1;
+    if (k == 0) {
+      lc_error("slice: step along axis %d cannot be 0", i);
+      return NULL;
+    }
+    s = s < 0 ? s + n : s;
+    e = e < 0 ? e + n : e;
+    int64_t len;
+    if (k < 0) {
+      s = s < n - 1 ? s : n - 1;
+      e = e > -1 ? e : -1;
+      e = e > s ? s : e;
+      len = (s - e + (-k) - 1) / (-k);
+    } else {
+      s = s < 0 ? 0 : (s > n ? n : s);
+      e = e < 0 ? 0 : (e > n ? n : e);
+      e = e < s ? s : e;
+      len = (e - s + k - 1) / k;
+    }
+    if (len <= 0) {
+      len = 0;
+      s = 0;
+    }
+    if (len == 1) k = 1;
+    p[i] = (int)s;
+    p[nd + i] = (int)k;
+    shape[i] = (int)len;
+    same = same && len == n && k == 1;
+  }
+  if (same) return lc_node_retain(a);
+  return lc_node_new_op(LC_OP_SLICE, a->dtype, nd, shape, 1, &a, p, sizeof(int) * 2 * (size_t)nd);
+}
+
+struct lc_node *lc_slice_axis(struct lc_node *a, int axis, int start, int stop) {
+  if (norm_axis("slice", "axis", &axis, a->ndim)) return NULL;
+  int s[a->ndim], e[a->ndim];
+  for (int i = 0; i < a->ndim; i++) {
+    s[i] = 0;
+    e[i] = a->shape[i];
+  }
+  s[axis] = start;
+  e[axis] = stop;
+  return lc_slice(a, s, e, NULL);
+}
+
+int lc_split_sections(struct lc_node *a, int nidx, const int *idx, int axis, struct lc_node **out) {
+  if (norm_axis("split", "axis", &axis, a->ndim)) return 1;
+  int prev = 0;
+  for (int i = 0; i <= nidx; i++) {
+    int stop = i < nidx ? idx[i] : a->shape[axis];
+    out[i] = lc_slice_axis(a, axis, prev, stop);
+    if (!out[i]) {
+      while (i--) lc_node_release(out[i]);
+      return 1;
+    }
+    prev = stop;
+  }
+  return 0;
+}
+
+/* ---- as_strided ---- */
+
+struct strided_params {
+  int64_t offset;
+  int64_t strides[]; /* ndim entries */
+};
+
+static int as_strided_eval(struct lc_node *n) {
+  struct lc_node *in = n->in[0];
+  const struct strided_params *p = n->params;
+  if (lc_node_is_contiguous(in)) {
+    lc_node_set_view(n, in, p->strides, in->offset + p->offset);
+    return 0;
+  }
+  struct lc_node *tmp = lc_node_alloc(in->dtype, in->ndim, in->shape);
+  if (!tmp || lc_node_alloc_data(tmp)) {
+    lc_node_release(tmp);
+    return 1;
+  }
+  lc_node_copy_out(in, tmp->buf->data);
+  lc_node_set_view(n, tmp, p->strides, p->offset);
+  lc_node_release(tmp);
+  return 0;
+}
+
+const struct lc_prim lc_prim_as_strided = {
+    .name = "as_strided", .flags = LC_PF_VIEW, .eval_cpu = as_strided_eval};
+
+struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape,
+                              const int64_t *strides, int64_t offset) {
+  if (ndim < 0) {
+    lc_error("as_strided: negative number of dimensions %d", ndim);
+    return NULL;
+  }
+  /* The reachable element range must lie inside a's elements. */
+  __int128 lo = offset, hi = offset;
+  int64_t size = 1;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0) {
+      lc_error("as_strided: negative dimensions not allowed");
+      return NULL;
+    }
+    size *= shape[i];
+    if (shape[i] == 0) break;
+    __int128 span = (__int128)(shape[i] - 1) * strides[i];
+    if (span < 0)
+      lo += span;
+    else
+      hi += span;
+  }
+  if (size > 0 && (lo < 0 || hi >= a->size)) {
+    lc_error("as_strided: the view reaches element %lld, outside the %lld elements of the input",
+             (long long)(lo < 0 ? lo : hi), (long long)a->size);
+    return NULL;
+  }
+  size_t psz = sizeof(struct strided_params) + sizeof(int64_t) * (size_t)ndim;
+  struct strided_params *p = calloc(1, psz);
+  if (!p) {
+    lc_error("out of memory");
+    return NULL;
+  }
+  p->offset = size > 0 ? offset : 0;
+  for (int i = 0; i < ndim; i++) p->strides[i] = strides[i];
+  struct lc_node *r = lc_node_new_op(LC_OP_AS_STRIDED, a->dtype, ndim, shape, 1, &a, p, psz);
+  free(p);
+  return r;
+}
+
+/* ---- diagonal ---- */
+
+struct diagonal_params {
+  int offset, axis1, axis2;
+};
+
+static int diagonal_eval(struct lc_node *n) {
+  const struct lc_node *in = n->in[0];
+  const struct diagonal_params *p = n->params;
+  int64_t st[n->ndim];
+  int k = 0;
+  for (int i = 0; i < in->ndim; i++)
+    if (i != p->axis1 && i != p->axis2) st[k++] = in->strides[i];
+  st[k] = in->strides[p->axis1] + in->strides[p->axis2];
+  int64_t off = in->offset;
+  if (n->size > 0)
+    off += p->offset >= 0 ? (int64_t)p->offset * in->strides[p->axis2]
+                          : -(int64_t)p->offset * in->strides[p->axis1];
+  lc_node_set_view(n, in, st, off);
+  return 0;
+}
+
+const struct lc_prim lc_prim_diagonal = {
+    .name = "diagonal", .flags = LC_PF_VIEW, .eval_cpu = diagonal_eval};
+
+struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2) {
+  int nd = a->ndim;
+  if (nd < 2) {
+    lc_error("diagonal: array must have at least two dimensions, but got %d dimensions", nd);
+    return NULL;
+  }
+  if (norm_axis("diagonal", "axis1", &axis1, nd) || norm_axis("diagonal", "axis2", &axis2, nd))
+    return NULL;
+  if (axis1 == axis2) {
+    lc_error("diagonal: axis1 and axis2 cannot be the same axis");
+    return NULL;
+  }
+  int64_t o1 = offset < 0 ? -(int64_t)offset : 0, o2 = offset > 0 ? offset : 0;
+  int64_t len = a->shape[axis1] - o1 < a->shape[axis2] - o2 ? a->shape[axis1] - o1
+                                                            : a->shape[axis2] - o2;
+  if (len < 0) len = 0;
+  int shape[nd - 1], k = 0;
+  for (int i = 0; i < nd; i++)
+    if (i != axis1 && i != axis2) shape[k++] = a->shape[i];
+  shape[k] = (int)len;
+  struct diagonal_params p = {len > 0 ? offset : 0, axis1, axis2};
+  return lc_node_new_op(LC_OP_DIAGONAL, a->dtype, nd - 1, shape, 1, &a, &p, sizeof p);
+}

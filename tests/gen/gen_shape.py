@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Generates tests/data/shape_cases.h: reference results for the view and
+copy shape ops, computed with numpy. Each case starts from a random float32
+array and applies a sequence of steps; test_shape_cases.c replays the steps
+through the public API and compares. Run from the repository root:
+    python3 tests/gen/gen_shape.py
+"""
+import numpy as np
+
+rng = np.random.default_rng(1234)
+cases = []
+
+
+def add(name, shape, steps):
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = x
+    for op, p in steps:
+        y = apply(y, op, list(p))
+    y = np.array(y, dtype=np.float32, order="C")
+    cases.append((name, shape, steps, x, y))
+
+
+def apply(y, op, p):
+    nd = y.ndim
+    if op == "reshape":
+        return y.reshape(p)
+    if op == "transpose":
+        return y.transpose(p)
+    if op == "transpose_all":
+        return y.T
+    if op == "swapaxes":
+        return np.swapaxes(y, p[0], p[1])
+    if op == "moveaxis":
+        return np.moveaxis(y, p[0], p[1])
+    if op == "squeeze_axes":
+        return np.squeeze(y, axis=tuple(p))
+    if op == "squeeze":
+        return np.squeeze(y)
+    if op == "expand_dims_axes":
+        return np.expand_dims(y, tuple(p))
+    if op == "flatten":
+        s, e = p[0] % nd, p[1] % nd
+        return y.reshape(y.shape[:s] + (-1,) + y.shape[e + 1:])
+    if op == "unflatten":
+        ax = p[0] % nd
+        return y.reshape(y.shape[:ax] + tuple(p[1:]) + y.shape[ax + 1:])
+    if op == "slice":
+        return y[tuple(slice(p[i], p[nd + i], p[2 * nd + i]) for i in range(nd))]
+    if op == "diagonal":
+        return np.diagonal(y, p[0], p[1], p[2])
+    if op == "as_strided":
+        n = p[0]
+        shape, strides, off = p[1:1 + n], p[1 + n:1 + 2 * n], p[1 + 2 * n]
+        base = np.ascontiguousarray(y).ravel()
+        return np.lib.stride_tricks.as_strided(
+            base[off:], shape=shape, strides=[s * base.itemsize for s in strides])
+    if op == "broadcast_to":
+        return np.broadcast_to(y, p)
+    if op == "add_arange":  # consume through an elementwise op
+        return y + np.arange(y.size, dtype=np.float32).reshape(y.shape)
+    if op == "atleast":
+        return [np.atleast_1d, np.atleast_2d, np.atleast_3d][p[0] - 1](y)
+    if op == "split":  # p: num, axis, piece
+        return np.split(y, p[0], axis=p[1])[p[2]]
+    if op == "split_sections":  # p: axis, piece, indices...
+        return np.split(y, p[2:], axis=p[0])[p[1]]
+    if op == "pad_edge":  # p: axis pairs for every axis (low, high)
+        return np.pad(y, [(p[2 * i], p[2 * i + 1]) for i in range(nd)], mode="edge")
+    if op == "pad_const":  # p: value, then (low, high) per axis
+        return np.pad(y, [(p[1 + 2 * i], p[2 + 2 * i]) for i in range(nd)],
+                      constant_values=np.float32(p[0]))
+    if op == "tile":
+        return np.tile(y, p)
+    if op == "repeat":  # p: repeats, axis
+        return np.repeat(y, p[0], axis=p[1])
+    if op == "repeat_flat":
+        return np.repeat(y, p[0])
+    if op == "roll":  # p: n, shifts..., axes...
+        n = p[0]
+        return np.roll(y, p[1:1 + n], axis=tuple(p[1 + n:1 + 2 * n]))
+    if op == "roll_flat":
+        return np.roll(y, p[0])
+    if op == "diag":
+        return np.diag(y, p[0])
+    if op == "concat_self":  # concatenates y with 2*y along axis p[0]
+        return np.concatenate([y, 2 * y], axis=p[0])
+    if op == "stack_self":
+        return np.stack([y, 2 * y], axis=p[0])
+    if op == "contiguous":
+        return np.ascontiguousarray(y)
+    raise ValueError(op)
+
+
+# ---- views ----
+add("reshape_infer", (2, 3, 4), [("reshape", (4, -1))])
+add("reshape_ones", (2, 3, 4), [("reshape", (1, 6, 1, 4, 1))])
+add("reshape_scalar", (1, 1), [("reshape", ())])
+add("reshape_transposed_copy", (3, 4, 5), [("transpose", (2, 0, 1)), ("reshape", (5, 12))])
+add("reshape_transposed_view", (3, 4, 5), [("transpose", (1, 0, 2)), ("reshape", (4, 3, 5, 1))])
+add("reshape_sliced", (6, 8), [("slice", (0, 0, 6, 8, 2, 1)), ("reshape", (3, 2, 4))])
+add("reshape_reversed", (6, 4), [("slice", (5, 0, -7, 4, -1, 1)), ("reshape", (24,))])
+add("transpose3", (2, 3, 4), [("transpose", (2, 0, 1))])
+add("transpose_neg", (2, 3, 4), [("transpose", (-1, 0, -2))])
+add("transpose_all", (2, 3, 4, 5), [("transpose_all", ())])
+add("swapaxes", (2, 3, 4), [("swapaxes", (0, -1))])
+add("moveaxis", (2, 3, 4, 5), [("moveaxis", (0, -2))])
+add("moveaxis_back", (2, 3, 4, 5), [("moveaxis", (3, 1))])
+add("squeeze_axes", (1, 3, 1, 4, 1), [("squeeze_axes", (0, -1))])
+add("squeeze_all", (1, 3, 1, 4, 1), [("squeeze", ())])
+add("expand_dims", (3, 4), [("expand_dims_axes", (0, -1, 2))])
+add("flatten_mid", (2, 3, 4, 5), [("flatten", (1, 2))])
+add("flatten_all_t", (2, 3, 4), [("transpose_all", ()), ("flatten", (0, -1))])
+add("unflatten", (2, 12, 3), [("unflatten", (1, 3, -1, 2))])
+add("slice_basic", (5, 6), [("slice", (1, 0, 4, 6, 1, 2))])
+add("slice_neg_step", (5, 6), [("slice", (-1, 4, -6, 0, -2, -1))])
+add("slice_clamped", (5, 6), [("slice", (-100, 2, 100, 100, 1, 3))])
+add("slice_empty", (5, 6), [("slice", (3, 0, 2, 6, 1, 1))])
+add("slice_neg_clamp", (5, 6), [("slice", (100, -100, -100, 100, -3, 1))])
+add("slice_of_transpose", (4, 5, 6), [("transpose", (2, 0, 1)), ("slice", (1, 3, 0, 6, 0, 5, 2, -1, 2))])
+add("diagonal", (4, 5), [("diagonal", (0, 0, 1))])
+add("diagonal_off", (4, 5, 3), [("diagonal", (1, 0, 1))])
+add("diagonal_neg", (4, 3, 5), [("diagonal", (-2, 2, 0))])
+add("diagonal_empty", (3, 4), [("diagonal", (7, 0, 1))])
+add("as_strided_windows", (10,), [("as_strided", (2, 4, 3, 2, 1, 1))])
+add("as_strided_neg", (12,), [("as_strided", (2, 3, 2, -4, 1, 8))])
+add("as_strided_t", (3, 4), [("transpose_all", ()), ("as_strided", (1, 6, 2, 0))])
+add("broadcast_to", (3, 1), [("broadcast_to", (2, 3, 4))])
+add("broadcast_slice", (1, 5), [("broadcast_to", (4, 5)), ("slice", (3, 4, -5, 0, -2, -1))])
+add("add_transposed_slice", (6, 5), [("transpose_all", ()), ("slice", (0, 1, 5, 6, 2, 2)), ("add_arange", ())])
+add("add_diagonal", (5, 5), [("diagonal", (1, 0, 1)), ("add_arange", ())])
+add("atleast_3d_1", (4,), [("atleast", (3,))])
+add("atleast_2d_1", (4,), [("atleast", (2,))])
+add("atleast_3d_2", (4, 2), [("atleast", (3,))])
+add("atleast_1d_0", (), [("atleast", (1,))])
+add("split_equal", (6, 4), [("split", (3, 0, 1))])
+add("split_axis", (4, 6), [("split", (2, -1, 1))])
+add("split_sections", (10, 3), [("split_sections", (0, 1, 2, 7))])
+add("split_sections_last", (10, 3), [("split_sections", (0, 2, 2, 7))])
+# ---- copies ----
+add("concat0", (2, 3), [("concat_self", (0,))])
+add("concat_t", (3, 4), [("transpose_all", ()), ("concat_self", (-1,))])
+add("stack0", (2, 3), [("stack_self", (0,))])
+add("stack_last", (2, 3), [("stack_self", (-1,))])
+add("pad_const", (3, 4), [("pad_const", (7, 1, 2, 0, 3))])
+add("pad_edge", (3, 4), [("pad_edge", (2, 1, 3, 2))])
+add("pad_edge_t", (3, 4, 2), [("transpose_all", ()), ("pad_edge", (1, 0, 0, 2, 3, 1))])
+add("tile", (2, 3), [("tile", (2, 3))])
+add("tile_more", (2, 3), [("tile", (2, 1, 2))])
+add("tile_fewer", (2, 3, 2), [("tile", (3,))])
+add("repeat", (2, 3), [("repeat", (3, 1))])
+add("repeat_neg", (2, 3, 2), [("repeat", (2, -3))])
+add("repeat_flat", (2, 3), [("repeat_flat", (2,))])
+add("roll", (3, 4), [("roll", (1, 5, 1))])
+add("roll_two", (3, 4, 5), [("roll", (2, -1, 2, 0, -1))])
+add("roll_flat", (3, 4), [("roll_flat", (-5,))])
+add("diag_vec", (4,), [("diag", (0,))])
+add("diag_vec_k", (3,), [("diag", (2,))])
+add("diag_vec_negk", (3,), [("diag", (-1,))])
+add("diag_mat", (4, 5), [("diag", (-1,))])
+add("contiguous_t", (3, 4), [("transpose_all", ()), ("contiguous", ())])
+
+
+def cfloats(a):
+    a = np.asarray(a, dtype=np.float32).ravel()
+    if a.size == 0:
+        return "{0}"
+    return "{" + ", ".join(repr(float(v)) + "f" for v in a) + "}"
+
+
+def cints(v):
+    v = list(v)
+    return "{" + ", ".join(str(int(i)) for i in v) + "}" if v else "{0}"
+
+
+out = ["/* Generated by tests/gen/gen_shape.py; do not edit. */",
+       "#define SHAPE_MAX_STEPS 4", ""]
+for i, (name, shape, steps, x, y) in enumerate(cases):
+    out.append("static const float shape_in_%d[] = %s;" % (i, cfloats(x)))
+    out.append("static const float shape_out_%d[] = %s;" % (i, cfloats(y)))
+out.append("")
+out.append("static const struct shape_case shape_cases[] = {")
+for i, (name, shape, steps, x, y) in enumerate(cases):
+    st = ", ".join('{"%s", %d, %s}' % (op, len(p), cints(p)) for op, p in steps)
+    out.append('  {"%s", %d, %s, %d, {%s}, shape_in_%d, %d, %s, shape_out_%d},' % (
+        name, len(shape), cints(shape), len(steps), st, i, y.ndim, cints(y.shape), i))
+out.append("};")
+with open("tests/data/shape_cases.h", "w") as f:
+    f.write("\n".join(out) + "\n")
+print("wrote %d cases" % len(cases))
