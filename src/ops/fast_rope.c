@@ -1,0 +1,198 @@
+/* Rotary positional embedding (MLX's fast::rope).
+ * Inputs: x (floating, ndim >= 3), offset (integer, 1 or x.shape[0]
+ * elements), then freqs (float32, dims/2) when given. Rows are the vectors
+ * along the last axis; row r sits at sequence index t = r % T (T = extent of
+ * axis -2) of batch b = r / (rows / B). Angles are computed in double into a
+ * cos/sin table per (offset, t), then the rotation runs in float (double for
+ * float64), rounding once to x's dtype. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/parallel.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/fast.h"
+#include "ops/prim.h"
+
+struct rope_params {
+  int dims;
+  int traditional;
+  int has_freqs;
+  int forward; /* 0: the inverse rotation (the vjp) */
+  float base;
+  float scale;
+};
+
+struct rope_job {
+  const struct lc_node *xn;
+  const char *x;
+  int64_t sx; /* stride along the last axis */
+  char *out;
+  const void *table; /* [noff * T][cos half | sin half] of the compute type */
+  int64_t rows, rows_per_batch, T, D;
+  int half, noff, traditional;
+  bool contig;
+};
+
+#define ROPE_KERNEL(DT, S, C)                                                         \
+  static void rope_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                     \
+    const struct rope_job *j = ctx;                                                   \
+    const int64_t sx = j->sx, half = j->half;                                         \
+    for (int64_t r = lo; r < hi; r++) {                                               \
+      int64_t off = j->contig ? r * j->D : lc_fast_row_offset(j->xn, j->xn->ndim - 1, r); \
+      const S *x = (const S *)j->x + off;                                             \
+      S *o = (S *)j->out + r * j->D;                                                  \
+      int64_t t = r % j->T, b = j->noff > 1 ? r / j->rows_per_batch : 0;             \
+      const C *cs = (const C *)j->table + (b * j->T + t) * 2 * half, *sn = cs + half; \
+      if (j->traditional)                                                             \
+        for (int64_t i = 0; i < half; i++) {                                          \
+          C x1 = lc_ld_##DT(x[2 * i * sx]), x2 = lc_ld_##DT(x[(2 * i + 1) * sx]);     \
+          o[2 * i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                             \
+          o[2 * i + 1] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                         \
+        }                                                                             \
+      else                                                                            \
+        for (int64_t i = 0; i < half; i++) {                                          \
+          C x1 = lc_ld_##DT(x[i * sx]), x2 = lc_ld_##DT(x[(i + half) * sx]);          \
+          o[i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                                 \
+          o[i + half] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                          \
+        }                                                                             \
+      for (int64_t i = 2 * half; i < j->D; i++) o[i] = x[i * sx];                     \
+    }                                                                                 \
+  }
+LC_FOR_FLOAT_DTYPES(ROPE_KERNEL)
+
+static bool row_major(const struct lc_node *x) {
+  int64_t want = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    if (x->shape[d] != 1 && x->strides[d] != want) return false;
+    want *= x->shape[d];
+  }
+  return true;
+}
+
+static int rope_eval(struct lc_node *n) {
+  const struct rope_params *p = n->params;
+  const struct lc_node *x = n->in[0], *offn = n->in[1];
+  if (lc_node_alloc_data(n)) return 1;
+  if (n->size == 0) return 0;
+  struct rope_job j = {.xn = x, .x = lc_node_data(x), .sx = x->strides[x->ndim - 1],
+                       .out = n->buf->data, .T = x->shape[x->ndim - 2],
+                       .D = x->shape[x->ndim - 1], .half = p->dims / 2,
+                       .noff = (int)offn->size, .traditional = p->traditional,
+                       .contig = row_major(x)};
+  j.rows = n->size / j.D;
+  j.rows_per_batch = j.rows / x->shape[0];
+  bool dbl = n->dtype == MLX_FLOAT64;
+  size_t csz = dbl ? sizeof(double) : sizeof(float);
+  size_t entries = (size_t)j.noff * (size_t)j.T * 2 * (size_t)j.half;
+  double *inv = malloc(sizeof(double) * (size_t)(j.half ? j.half : 1));
+  void *table = malloc(csz * (entries ? entries : 1));
+  if (!inv || !table) {
+    free(inv);
+    free(table);
+    return lc_error("rope: out of memory");
+  }
+  for (int i = 0; i < j.half; i++) {
+    if (p->has_freqs) {
+      const struct lc_node *fr = n->in[2];
+      inv[i] = 1.0 / (double)((const float *)lc_node_data(fr))[i * fr->strides[0]];
+    } else {
+      inv[i] = exp(-(double)i * log((double)p->base) / j.half);
+    }
+  }
+  const char *offs = lc_node_data(offn);
+  int64_t ostride = offn->ndim ? offn->strides[0] : 0;
+  size_t oisz = lc_dtype_size(offn->dtype);
+  for (int o = 0; o < j.noff; o++) {
+    double off = lc_dtype_load(offs + o * ostride * (int64_t)oisz, offn->dtype);
+    for (int64_t t = 0; t < j.T; t++) {
+      double pos = ((double)t + off) * (double)p->scale;
+      size_t base = ((size_t)o * (size_t)j.T + (size_t)t) * 2 * (size_t)j.half;
+      for (int i = 0; i < j.half; i++) {
+        double th = pos * inv[i], c = cos(th), s = p->forward ? sin(th) : -sin(th);
+        if (dbl) {
+          ((double *)table)[base + i] = c;
+          ((double *)table)[base + j.half + i] = s;
+        } else {
+          ((float *)table)[base + i] = (float)c;
+          ((float *)table)[base + j.half + i] = (float)s;
+        }
+      }
+    }
+  }
+  free(inv);
+  j.table = table;
+  int64_t chunk = j.D >= 4096 ? 1 : 4096 / j.D;
+  int rc = 0;
+  switch (n->dtype) {
+#define CASE(DT, S, C) \
+  case DT: lc_parallel_for(j.rows, chunk, rope_rows_##DT, &j); break;
+    LC_FOR_FLOAT_DTYPES(CASE)
+#undef CASE
+    default: rc = lc_error("rope: unsupported dtype %s", lc_dtype_name(n->dtype));
+  }
+  free(table);
+  return rc;
+}
+
+static int rope_describe(const struct lc_node *n, char *buf, size_t len) {
+  const struct rope_params *p = n->params;
+  return snprintf(buf, len, "dims=%d traditional=%d base=%g scale=%g freqs=%d forward=%d",
+                  p->dims, p->traditional, (double)p->base, (double)p->scale, p->has_freqs,
+                  p->forward);
+}
+
+const struct lc_prim lc_prim_fast_rope = {
+    .name = "rope", .eval_cpu = rope_eval, .describe = rope_describe};
+
+struct lc_node *lc_fast_rope(struct lc_node *x, int dims, bool traditional, bool has_base,
+                             float base, float scale, struct lc_node *offset,
+                             struct lc_node *freqs) {
+  const char *fn = "mlx_fast_rope";
+  char sb[128];
+  if (x->ndim < 3)
+    return lc_error("%s: input must have at least 3 dimensions but got input with %d dimensions",
+                    fn, x->ndim), NULL;
+  if (!lc_dtype_is_float(x->dtype))
+    return lc_error("%s: input must be a floating type but got %s", fn,
+                    lc_dtype_name(x->dtype)), NULL;
+  if (offset->ndim > 1)
+    return lc_error("%s: offset must have at most one dimension but has shape %s", fn,
+                    lc_shape_str(offset->ndim, offset->shape, sb, sizeof sb)), NULL;
+  if (offset->size != 1 && offset->size != x->shape[0])
+    return lc_error("%s: offset must be a scalar or vector with %d elements but has shape %s",
+                    fn, x->shape[0], lc_shape_str(offset->ndim, offset->shape, sb, sizeof sb)),
+           NULL;
+  if (!lc_dtype_is_int(offset->dtype))
+    return lc_error("%s: offset must be an integer but got type %s", fn,
+                    lc_dtype_name(offset->dtype)), NULL;
+  if (dims <= 0) return lc_error("%s: dims must be positive but got %d", fn, dims), NULL;
+  if (dims % 2) return lc_error("%s: dims must be even but got %d", fn, dims), NULL;
+  if (dims > x->shape[x->ndim - 1])
+    return lc_error("%s: dims must not exceed the input's last dimension (%d) but got %d", fn,
+                    x->shape[x->ndim - 1], dims), NULL;
+  if (freqs && has_base)
+    return lc_error("%s: only one of base or freqs can have a value", fn), NULL;
+  if (!freqs && !has_base) return lc_error("%s: neither base nor freqs has a value", fn), NULL;
+  if (freqs && (freqs->ndim != 1 || freqs->shape[0] != dims / 2))
+    return lc_error("%s: freqs must be one dimensional with size %d but got shape %s", fn,
+                    dims / 2, lc_shape_str(freqs->ndim, freqs->shape, sb, sizeof sb)), NULL;
+  struct lc_node *in[3] = {x, offset, NULL};
+  struct lc_node *f = NULL;
+  if (freqs && !(f = in[2] = lc_astype(freqs, MLX_FLOAT32))) return NULL;
+  struct rope_params p;
+  memset(&p, 0, sizeof p);
+  p.dims = dims;
+  p.traditional = traditional;
+  p.has_freqs = freqs != NULL;
+  p.forward = 1;
+  p.base = has_base ? base : 1.0f;
+  p.scale = scale;
+  struct lc_node *r =
+      lc_node_new_op(LC_OP_FAST_ROPE, x->dtype, x->ndim, x->shape, f ? 3 : 2, in, &p, sizeof p);
+  lc_node_release(f);
+  return r;
+}
