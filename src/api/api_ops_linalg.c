@@ -1,0 +1,51 @@
+/* Public matmul-family ops (ops.h): checks, then ops/linalg.h.
+ * block_masked_mm, gather_mm and segmented_mm are not implemented (stubs). */
+#include <limits.h>
+
+#include "api/api.h"
+#include "ops/linalg.h"
+
+#define BINARY(NAME, BUILDER)                                                     \
+  int mlx_##NAME(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_stream s) { \
+    LC_CHECK_RES("mlx_" #NAME, res);                                              \
+    LC_CHECK_ARR("mlx_" #NAME, a);                                                \
+    LC_CHECK_ARR("mlx_" #NAME, b);                                                \
+    if (lc_api_check_stream("mlx_" #NAME, s)) return 1;                          \
+    return lc_api_set(res, BUILDER(lc_arr(a), lc_arr(b)));                        \
+  }
+BINARY(matmul, lc_matmul)
+BINARY(inner, lc_inner)
+BINARY(outer, lc_outer)
+
+int mlx_addmm(mlx_array *res, const mlx_array c, const mlx_array a, const mlx_array b, float alpha,
+              float beta, const mlx_stream s) {
+  LC_CHECK_RES("mlx_addmm", res);
+  LC_CHECK_ARR("mlx_addmm", c);
+  LC_CHECK_ARR("mlx_addmm", a);
+  LC_CHECK_ARR("mlx_addmm", b);
+  if (lc_api_check_stream("mlx_addmm", s)) return 1;
+  return lc_api_set(res, lc_addmm(lc_arr(c), lc_arr(a), lc_arr(b), alpha, beta));
+}
+
+int mlx_tensordot(mlx_array *res, const mlx_array a, const mlx_array b, const int *axes_a,
+                  size_t axes_a_num, const int *axes_b, size_t axes_b_num, const mlx_stream s) {
+  LC_CHECK_RES("mlx_tensordot", res);
+  LC_CHECK_ARR("mlx_tensordot", a);
+  LC_CHECK_ARR("mlx_tensordot", b);
+  if (lc_api_check_stream("mlx_tensordot", s)) return 1;
+  if (axes_a_num != axes_b_num)
+    return lc_error("mlx_tensordot: axes must have the same size (%zu and %zu)", axes_a_num,
+                    axes_b_num);
+  if (axes_a_num > INT_MAX || (axes_a_num && (!axes_a || !axes_b)))
+    return lc_error("mlx_tensordot: invalid axes arguments");
+  return lc_api_set(res, lc_tensordot(lc_arr(a), lc_arr(b), axes_a, axes_b, (int)axes_a_num));
+}
+
+int mlx_tensordot_axis(mlx_array *res, const mlx_array a, const mlx_array b, int axis,
+                       const mlx_stream s) {
+  LC_CHECK_RES("mlx_tensordot_axis", res);
+  LC_CHECK_ARR("mlx_tensordot_axis", a);
+  LC_CHECK_ARR("mlx_tensordot_axis", b);
+  if (lc_api_check_stream("mlx_tensordot_axis", s)) return 1;
+  return lc_api_set(res, lc_tensordot_axis(lc_arr(a), lc_arr(b), axis));
+}

@@ -1,0 +1,492 @@
+/* The matmul primitive (OpenBLAS gemm over batches) and its builders:
+ * matmul, addmm, tensordot, inner, outer. */
+#include "ops/linalg.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+
+struct matmul_params {
+  int nb;      /* leading batch dimensions shared by every input and the output */
+  int a_split; /* a: rows are dims [nb, a_split), columns [a_split, ndim) */
+  int b_split; /* b: likewise */
+  int has_c;   /* third input c (output's shape): out = alpha * a @ b + beta * c */
+  float alpha, beta;
+};
+
+/* ---- operands ---- */
+
+/* One input viewed as a batch of R x C matrices: element (r, c) of batch
+ * offset boff is at base[boff + r * rs + c * cs] (elements of dtype). */
+struct operand {
+  const char *base;
+  mlx_dtype dtype;
+  int64_t R, C, rs, cs;
+  const int64_t *bstr; /* batch strides (nb entries) */
+  int64_t *own_strides;
+  void *copy; /* contiguous copy when the groups could not be viewed */
+  size_t copy_bytes;
+};
+
+/* Flattens dims [lo, hi) of (shape, st) into one (size, stride); false
+ * when they are not equally spaced. Extent-1 dimensions are ignored. */
+static bool group(const int *shape, const int64_t *st, int lo, int hi, int64_t *size,
+                  int64_t *stride) {
+  int64_t sz = 1, inner = 1, expect = 0;
+  bool any = false;
+  for (int d = hi - 1; d >= lo; d--) {
+    if (shape[d] == 1) continue;
+    if (!any) {
+      inner = st[d];
+      any = true;
+    } else if (st[d] != expect) {
+      return false;
+    }
+    expect = st[d] * shape[d];
+    sz *= shape[d];
+  }
+  *size = sz;
+  *stride = inner;
+  return true;
+}
+
+static int operand_init(struct operand *o, const struct lc_node *x, int nb, int split) {
+  memset(o, 0, sizeof *o);
+  o->dtype = x->dtype;
+  size_t isz = lc_dtype_size(x->dtype);
+  const int64_t *st = x->strides;
+  const char *base = (const char *)x->buf->data + x->offset * (int64_t)isz;
+  if (!group(x->shape, st, nb, split, &o->R, &o->rs) ||
+      !group(x->shape, st, split, x->ndim, &o->C, &o->cs)) {
+    o->copy_bytes = (size_t)x->size * isz;
+    o->copy = lc_alloc(o->copy_bytes);
+    o->own_strides = malloc(sizeof(int64_t) * (size_t)(x->ndim > 0 ? x->ndim : 1));
+    if (!o->copy || !o->own_strides) {
+      if (o->copy) lc_free(o->copy, o->copy_bytes);
+      free(o->own_strides);
+      o->copy = NULL;
+      return o->own_strides ? 1 : lc_error("matmul: out of memory");
+    }
+    lc_node_copy_out(x, o->copy);
+    lc_shape_strides(x->ndim, x->shape, o->own_strides);
+    st = o->own_strides;
+    base = o->copy;
+    group(x->shape, st, nb, split, &o->R, &o->rs);
+    group(x->shape, st, split, x->ndim, &o->C, &o->cs);
+  }
+  o->base = base;
+  o->bstr = st;
+  return 0;
+}
+
+static void operand_free(struct operand *o) {
+  if (o->copy) lc_free(o->copy, o->copy_bytes);
+  free(o->own_strides);
+}
+
+/* Whether the R x C matrix (rs, cs) can be handed to row-major gemm as is:
+ * *tr and *ld set. */
+static bool blas_layout(int64_t R, int64_t C, int64_t rs, int64_t cs, enum CBLAS_TRANSPOSE *tr,
+                        int64_t *ld) {
+  if ((cs == 1 || C == 1) && (R == 1 || rs >= (C > 1 ? C : 1))) {
+    *tr = CblasNoTrans;
+    *ld = R == 1 ? (C > 1 ? C : 1) : rs;
+    return *ld <= INT_MAX;
+  }
+  if ((rs == 1 || R == 1) && (C == 1 || cs >= (R > 1 ? R : 1))) {
+    *tr = CblasTrans;
+    *ld = C == 1 ? (R > 1 ? R : 1) : cs;
+    return *ld <= INT_MAX;
+  }
+  return false;
+}
+
+/* The matrix of batch offset boff in compute type ct: directly when the
+ * dtype and layout allow, else packed row-major into scratch. */
+static const void *operand_matrix(const struct operand *o, int64_t boff, mlx_dtype ct,
+                                  void *scratch, enum CBLAS_TRANSPOSE *tr, int64_t *ld) {
+  size_t isz = lc_dtype_size(o->dtype), csz = lc_dtype_size(ct);
+  const char *p = o->base + boff * (int64_t)isz;
+  if (o->dtype == ct && blas_layout(o->R, o->C, o->rs, o->cs, tr, ld)) return p;
+  for (int64_t r = 0; r < o->R; r++)
+    lc_convert(o->C, (char *)scratch + r * o->C * (int64_t)csz, ct,
+               p + r * o->rs * (int64_t)isz, o->cs, o->dtype);
+  *tr = CblasNoTrans;
+  *ld = o->C > 1 ? o->C : 1;
+  return scratch;
+}
+
+/* ---- kernels ---- */
+
+static void gemm(mlx_dtype ct, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t M,
+                 int64_t N, int64_t K, float alpha, const void *A, int64_t lda, const void *B,
+                 int64_t ldb, float beta, void *Cm, int64_t ldc) {
+  switch (ct) {
+  case MLX_FLOAT32:
+    cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                (blasint)lda, B, (blasint)ldb, beta, Cm, (blasint)ldc);
+    break;
+  case MLX_FLOAT64:
+    cblas_dgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, alpha, A,
+                (blasint)lda, B, (blasint)ldb, beta, Cm, (blasint)ldc);
+    break;
+  default: { /* complex64 */
+    float al[2] = {alpha, 0}, be[2] = {beta, 0};
+    cblas_cgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, al, A, (blasint)lda,
+                B, (blasint)ldb, be, Cm, (blasint)ldc);
+  }
+  }
+}
+
+/* out (M x N contiguous) = A @ B for exact types, in the dtype's arithmetic. */
+#define NAIVE_LOOP(DT, S, Ct)                                                           \
+  static void naive_##DT(int64_t M, int64_t N, int64_t K, const void *a, int64_t ars,    \
+                         int64_t acs, const void *b, int64_t brs, int64_t bcs, void *out) { \
+    const S *A = a, *B = b;                                                             \
+    S *o = out;                                                                         \
+    for (int64_t i = 0; i < M; i++)                                                     \
+      for (int64_t j = 0; j < N; j++) {                                                 \
+        Ct acc = 0;                                                                     \
+        for (int64_t k = 0; k < K; k++)                                                 \
+          acc = (Ct)(acc + lc_ld_##DT(A[i * ars + k * acs]) * lc_ld_##DT(B[k * brs + j * bcs])); \
+        o[i * N + j] = lc_st_##DT(acc);                                                 \
+      }                                                                                 \
+  }
+NAIVE_LOOP(MLX_BOOL, bool, bool)
+LC_FOR_INT_DTYPES(NAIVE_LOOP)
+
+static void naive(mlx_dtype t, int64_t M, int64_t N, int64_t K, const void *a, int64_t ars,
+                  int64_t acs, const void *b, int64_t brs, int64_t bcs, void *out) {
+  switch (t) {
+  case MLX_BOOL: naive_MLX_BOOL(M, N, K, a, ars, acs, b, brs, bcs, out); break;
+#define CASE(DT, S, C) \
+  case DT: naive_##DT(M, N, K, a, ars, acs, b, brs, bcs, out); break;
+    LC_FOR_INT_DTYPES(CASE)
+#undef CASE
+  default: break;
+  }
+}
+
+/* ---- eval ---- */
+
+static mlx_dtype compute_type(mlx_dtype t) {
+  return t == MLX_FLOAT16 || t == MLX_BFLOAT16 ? MLX_FLOAT32 : t;
+}
+
+static int matmul_eval(struct lc_node *n) {
+  const struct matmul_params *p = n->params;
+  if (lc_node_alloc_data(n)) return 1;
+  if (n->size == 0) return 0;
+  const struct lc_node *xa = n->in[0], *xb = n->in[1];
+  struct operand A, B;
+  int64_t idx[p->nb > 0 ? p->nb : 1];
+  if (operand_init(&A, xa, p->nb, p->a_split)) return 1;
+  if (operand_init(&B, xb, p->nb, p->b_split)) {
+    operand_free(&A);
+    return 1;
+  }
+  int64_t M = A.R, K = A.C, N = B.C, batches = 1;
+  for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
+  mlx_dtype ot = n->dtype, ct = compute_type(ot);
+  bool blas = lc_dtype_is_inexact(ot);
+  size_t csz = lc_dtype_size(ct);
+  int rc = 0;
+  void *work = n->buf->data, *sa = NULL, *sb = NULL;
+  size_t work_bytes = 0, sa_bytes = (size_t)(M * K) * csz, sb_bytes = (size_t)(K * N) * csz;
+
+  /* One gemm for all batches when b does not vary over them and a's
+   * batch and row dimensions flatten into one row dimension. */
+  int64_t a_rows_stride = 0, fold_rows = 0;
+  bool bconst = true;
+  for (int d = 0; d < p->nb; d++) bconst &= B.bstr[d] == 0 || n->shape[d] == 1;
+  bool fold = blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
+              group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
+  if (fold) {
+    M *= batches;
+    A.rs = a_rows_stride;
+    batches = 1;
+  }
+  if (M > INT_MAX || N > INT_MAX || K > INT_MAX) {
+    rc = lc_error("matmul: matrix dimensions too large for BLAS (%lld x %lld x %lld)",
+                  (long long)M, (long long)K, (long long)N);
+    goto done;
+  }
+  if (ct != ot) {
+    work_bytes = (size_t)n->size * csz;
+    if (!(work = lc_alloc(work_bytes))) {
+      rc = 1;
+      goto done;
+    }
+  }
+  if (p->has_c) {
+    lc_node_copy_out(n->in[2], n->buf->data);
+    if (ct != ot) lc_convert(n->size, work, ct, n->buf->data, 1, ot);
+  }
+  if (blas && (!(sa = lc_alloc(sa_bytes)) || !(sb = lc_alloc(sb_bytes)))) {
+    rc = 1;
+    goto done;
+  }
+  float beta = p->has_c ? p->beta : 0.0f;
+  memset(idx, 0, sizeof idx);
+  int64_t aoff = 0, boff = 0;
+  for (int64_t bi = 0; bi < batches; bi++) {
+    char *out = (char *)work + bi * M * N * (int64_t)csz;
+    if (!blas) {
+      naive(ot, M, N, K, A.base + aoff * (int64_t)csz, A.rs, A.cs, B.base + boff * (int64_t)csz,
+            B.rs, B.cs, out);
+    } else if (K == 0) {
+      if (!p->has_c) memset(out, 0, (size_t)(M * N) * csz);
+      else if (beta != 1.0f)
+        for (int64_t i = 0; i < M * N; i++) {
+          if (ct == MLX_FLOAT64) ((double *)out)[i] *= beta;
+          else if (ct == MLX_FLOAT32) ((float *)out)[i] *= beta;
+          else ((lc_c64 *)out)[i] *= beta;
+        }
+    } else {
+      enum CBLAS_TRANSPOSE ta, tb;
+      int64_t lda, ldb;
+      const void *pa = operand_matrix(&A, aoff, ct, sa, &ta, &lda);
+      const void *pb = operand_matrix(&B, boff, ct, sb, &tb, &ldb);
+      gemm(ct, ta, tb, M, N, K, p->alpha, pa, lda, pb, ldb, beta, out, N);
+    }
+    /* advance the batch index (row-major over the output's batch dims) */
+    for (int d = p->nb - 1; d >= 0; d--) {
+      aoff += A.bstr[d];
+      boff += B.bstr[d];
+      if (++idx[d] < n->shape[d]) break;
+      aoff -= A.bstr[d] * n->shape[d];
+      boff -= B.bstr[d] * n->shape[d];
+      idx[d] = 0;
+    }
+  }
+  if (ct != ot) lc_convert(n->size, n->buf->data, ot, work, 1, ct);
+done:
+  if (sa) lc_free(sa, sa_bytes);
+  if (sb) lc_free(sb, sb_bytes);
+  if (work != n->buf->data && work) lc_free(work, work_bytes);
+  operand_free(&A);
+  operand_free(&B);
+  return rc;
+}
+
+const struct lc_prim lc_prim_matmul = {.name = "matmul", .eval_cpu = matmul_eval};
+
+/* ---- permute (private view used by tensordot) ---- */
+
+static int permute_eval(struct lc_node *n) {
+  const int *perm = n->params;
+  const struct lc_node *x = n->in[0];
+  int64_t st[n->ndim > 0 ? n->ndim : 1];
+  for (int i = 0; i < n->ndim; i++) st[i] = x->strides[perm[i]];
+  lc_node_set_view(n, x, st, x->offset);
+  return 0;
+}
+
+const struct lc_prim lc_prim_mm_permute = {
+    .name = "mm_permute", .flags = LC_PF_VIEW, .eval_cpu = permute_eval};
+
+static struct lc_node *permute(struct lc_node *x, const int *perm) {
+  bool ident = true;
+  for (int i = 0; i < x->ndim; i++) ident &= perm[i] == i;
+  if (ident) return lc_node_retain(x);
+  int shape[x->ndim > 0 ? x->ndim : 1];
+  for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[perm[i]];
+  return lc_node_new_op(LC_OP_MM_PERMUTE, x->dtype, x->ndim, shape, 1, &x, perm,
+                        sizeof(int) * (size_t)x->ndim);
+}
+
+/* ---- builders ---- */
+
+/* The matmul node for a (cast to t, broadcast to its batch+matrix shape
+ * ashape) and b likewise, with optional c broadcast to the output shape. */
+static struct lc_node *mm_node(const char *fn, struct lc_node *a, int and_, const int *ashape,
+                               struct lc_node *b, int bnd, const int *bshape, struct lc_node *c,
+                               mlx_dtype t, struct matmul_params p, int ond, const int *oshape) {
+  struct lc_node *in[3] = {NULL, NULL, NULL}, *r = NULL;
+  struct lc_node *ca = lc_astype(a, t), *cb = ca ? lc_astype(b, t) : NULL;
+  if (!cb) goto out;
+  if (!(in[0] = lc_broadcast_to(ca, and_, ashape))) goto out;
+  if (!(in[1] = lc_broadcast_to(cb, bnd, bshape))) goto out;
+  if (c) {
+    struct lc_node *cc = lc_astype(c, t);
+    if (!cc) goto out;
+    in[2] = lc_broadcast_to(cc, ond, oshape);
+    lc_node_release(cc);
+    if (!in[2]) goto out;
+  }
+  r = lc_node_new_op(LC_OP_MATMUL, t, ond, oshape, c ? 3 : 2, in, &p, sizeof p);
+out:
+  lc_node_release(ca);
+  lc_node_release(cb);
+  for (int i = 0; i < 3; i++) lc_node_release(in[i]);
+  return r;
+}
+
+static int check_inexact(const char *fn, mlx_dtype t, mlx_dtype x, mlx_dtype y) {
+  if (lc_dtype_is_inexact(t)) return 0;
+  return lc_error("%s: only inexact types are supported but %s and %s were provided which "
+                  "results in %s, which is not a floating point type",
+                  fn, lc_dtype_name(x), lc_dtype_name(y), lc_dtype_name(t));
+}
+
+static struct lc_node *matmul_impl(const char *fn, struct lc_node *c, struct lc_node *a,
+                                   struct lc_node *b, float alpha, float beta) {
+  if (a->ndim == 0 || b->ndim == 0) {
+    lc_error("%s: got 0 dimension input; inputs must have at least one dimension", fn);
+    return NULL;
+  }
+  mlx_dtype t = lc_dtype_promote(a->dtype, b->dtype);
+  if (c) t = lc_dtype_promote(t, c->dtype);
+  bool avec = a->ndim == 1, bvec = b->ndim == 1;
+  int K = a->shape[a->ndim - 1], Kb = bvec ? b->shape[0] : b->shape[b->ndim - 2];
+  if (K != Kb) {
+    char sa[128], sb[128];
+    lc_error("%s: last dimension of first input with shape %s must match second to last "
+             "dimension of second input with shape %s",
+             fn, lc_shape_str(a->ndim, a->shape, sa, sizeof sa),
+             lc_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    return NULL;
+  }
+  if (check_inexact(fn, t, a->dtype, b->dtype)) return NULL;
+  int nba = a->ndim > 2 ? a->ndim - 2 : 0, nbb = b->ndim > 2 ? b->ndim - 2 : 0;
+  int cap = (nba > nbb ? nba : nbb) + 2, nb;
+  int batch[cap], ashape[cap], bshape[cap], oshape[cap];
+  if (lc_broadcast_shapes(fn, nba, a->shape, nbb, b->shape, &nb, batch)) return NULL;
+  memcpy(ashape, batch, sizeof(int) * (size_t)nb);
+  memcpy(bshape, batch, sizeof(int) * (size_t)nb);
+  memcpy(oshape, batch, sizeof(int) * (size_t)nb);
+  int and_ = nb, bnd = nb, ond = nb;
+  if (!avec) ashape[and_++] = oshape[ond++] = a->shape[a->ndim - 2];
+  ashape[and_++] = K;
+  bshape[bnd++] = K;
+  if (!bvec) bshape[bnd++] = oshape[ond++] = b->shape[b->ndim - 1];
+  struct matmul_params p = {.nb = nb, .a_split = avec ? nb : nb + 1, .b_split = nb + 1,
+                            .has_c = c != NULL, .alpha = alpha, .beta = beta};
+  return mm_node(fn, a, and_, ashape, b, bnd, bshape, c, t, p, ond, oshape);
+}
+
+struct lc_node *lc_matmul(struct lc_node *a, struct lc_node *b) {
+  return matmul_impl("matmul", NULL, a, b, 1.0f, 0.0f);
+}
+
+struct lc_node *lc_addmm(struct lc_node *c, struct lc_node *a, struct lc_node *b, float alpha,
+                         float beta) {
+  return matmul_impl("addmm", c, a, b, alpha, beta);
+}
+
+/* a's free dims (rows) times b's free dims (columns), contracting the
+ * permuted-last axes of a with the permuted-first axes of b. exact: allow
+ * non-inexact types (outer, 0-d inner). */
+static struct lc_node *contract(const char *fn, struct lc_node *a, struct lc_node *b,
+                                const int *pa, const int *pb, int ncontract, bool exact) {
+  mlx_dtype t = lc_dtype_promote(a->dtype, b->dtype);
+  if (!exact && check_inexact(fn, t, a->dtype, b->dtype)) return NULL;
+  struct lc_node *xa = permute(a, pa), *xb = xa ? permute(b, pb) : NULL, *r = NULL;
+  if (xb) {
+    int fa = a->ndim - ncontract, fb = b->ndim - ncontract, ond = fa + fb;
+    int oshape[ond > 0 ? ond : 1];
+    memcpy(oshape, xa->shape, sizeof(int) * (size_t)fa);
+    memcpy(oshape + fa, xb->shape + ncontract, sizeof(int) * (size_t)fb);
+    struct matmul_params p = {.nb = 0, .a_split = fa, .b_split = ncontract, .alpha = 1.0f};
+    r = mm_node(fn, xa, xa->ndim, xa->shape, xb, xb->ndim, xb->shape, NULL, t, p, ond, oshape);
+  }
+  lc_node_release(xa);
+  lc_node_release(xb);
+  return r;
+}
+
+struct lc_node *lc_tensordot(struct lc_node *a, struct lc_node *b, const int *axes_a,
+                             const int *axes_b, int n) {
+  if (n < 0 || n > a->ndim || n > b->ndim) {
+    lc_error("tensordot: %d axes given for arrays with %d and %d dimensions", n, a->ndim, b->ndim);
+    return NULL;
+  }
+  int pa[a->ndim > 0 ? a->ndim : 1], pb[b->ndim > 0 ? b->ndim : 1];
+  bool ua[a->ndim + 1], ub[b->ndim + 1];
+  memset(ua, 0, sizeof ua);
+  memset(ub, 0, sizeof ub);
+  for (int i = 0; i < n; i++) {
+    int x = axes_a[i] < 0 ? axes_a[i] + a->ndim : axes_a[i];
+    int y = axes_b[i] < 0 ? axes_b[i] + b->ndim : axes_b[i];
+    if (x < 0 || x >= a->ndim || y < 0 || y >= b->ndim) {
+      lc_error("tensordot: axis pair (%d, %d) is out of bounds for arrays with %d and %d "
+               "dimensions", axes_a[i], axes_b[i], a->ndim, b->ndim);
+      return NULL;
+    }
+    if (ua[x] || ub[y]) {
+      lc_error("tensordot: repeated axis in (%d, %d)", axes_a[i], axes_b[i]);
+      return NULL;
+    }
+    if (a->shape[x] != b->shape[y]) {
+      lc_error("tensordot: a and b must have the same shape on the contracted axes "
+               "(%d vs %d)", a->shape[x], b->shape[y]);
+      return NULL;
+    }
+    ua[x] = ub[y] = true;
+    pa[a->ndim - n + i] = x;
+    pb[i] = y;
+  }
+  for (int i = 0, k = 0; i < a->ndim; i++)
+    if (!ua[i]) pa[k++] = i;
+  for (int i = 0, k = n; i < b->ndim; i++)
+    if (!ub[i]) pb[k++] = i;
+  return contract("tensordot", a, b, pa, pb, n, false);
+}
+
+struct lc_node *lc_tensordot_axis(struct lc_node *a, struct lc_node *b, int axis) {
+  if (axis < 0) {
+    lc_error("tensordot: axis must be greater or equal to 0 (got %d)", axis);
+    return NULL;
+  }
+  if (axis > a->ndim || axis > b->ndim) {
+    lc_error("tensordot: axis %d is larger than the number of dimensions of a (%d) or b (%d)",
+             axis, a->ndim, b->ndim);
+    return NULL;
+  }
+  int aa[axis > 0 ? axis : 1], bb[axis > 0 ? axis : 1];
+  for (int i = 0; i < axis; i++) {
+    aa[i] = a->ndim - axis + i;
+    bb[i] = i;
+  }
+  return lc_tensordot(a, b, aa, bb, axis);
+}
+
+struct lc_node *lc_inner(struct lc_node *a, struct lc_node *b) {
+  if (a->ndim == 0 || b->ndim == 0) {
+    int pa[a->ndim > 0 ? a->ndim : 1], pb[b->ndim > 0 ? b->ndim : 1];
+    for (int i = 0; i < a->ndim; i++) pa[i] = i;
+    for (int i = 0; i < b->ndim; i++) pb[i] = i;
+    return contract("inner", a, b, pa, pb, 0, true);
+  }
+  if (a->shape[a->ndim - 1] != b->shape[b->ndim - 1]) {
+    lc_error("inner: a and b must have the same last dimension (%d vs %d)",
+             a->shape[a->ndim - 1], b->shape[b->ndim - 1]);
+    return NULL;
+  }
+  int x = -1;
+  return lc_tensordot(a, b, &x, &x, 1);
+}
+
+struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b) {
+  int pa[a->ndim > 0 ? a->ndim : 1], pb[b->ndim > 0 ? b->ndim : 1];
+  for (int i = 0; i < a->ndim; i++) pa[i] = i;
+  for (int i = 0; i < b->ndim; i++) pb[i] = i;
+  struct lc_node *r = contract("outer", a, b, pa, pb, 0, true);
+  if (!r || (r->ndim == 2 && a->ndim == 1 && b->ndim == 1)) return r;
+  /* MLX's outer is 2-d, (a.size, b.size): view the result so */
+  int shape[2] = {(int)a->size, (int)b->size};
+  struct matmul_params p = *(const struct matmul_params *)r->params;
+  p.a_split = a->ndim;
+  p.b_split = 0;
+  struct lc_node *in[2] = {r->in[0], r->in[1]};
+  struct lc_node *o = lc_node_new_op(LC_OP_MATMUL, r->dtype, 2, shape, 2, in, &p, sizeof p);
+  lc_node_release(r);
+  return o;
+}

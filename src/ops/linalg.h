@@ -1,0 +1,33 @@
+/* The matmul family (new reference, or NULL after reporting; node arguments
+ * are borrowed).
+ *
+ * One primitive, MATMUL, computes out[b] = alpha * A[b] @ B[b] (+ beta * C)
+ * over batch index b. Its inputs share nb leading batch dimensions (already
+ * broadcast, possibly as stride-0 views); after them, an input's dimensions
+ * split into a row group and a column group, each viewed as one flattened
+ * dimension. float32/float64/complex64 run on OpenBLAS (gemm straight on the
+ * input strides when a group layout allows NoTrans/Trans, otherwise packed);
+ * float16/bfloat16 are computed in float32; integer and bool types use a
+ * plain loop (only outer and 0-d inner reach it, as in MLX). */
+#ifndef LC_LINALG_H
+#define LC_LINALG_H
+
+#include "core/node.h"
+
+/* numpy/MLX matmul: 1-d operands are promoted and the dimension dropped;
+ * batch dimensions broadcast. Inexact types only. */
+struct lc_node *lc_matmul(struct lc_node *a, struct lc_node *b);
+/* beta * c + alpha * (a @ b), c broadcast to the result's shape. */
+struct lc_node *lc_addmm(struct lc_node *c, struct lc_node *a, struct lc_node *b, float alpha,
+                         float beta);
+/* Contracts axes_a of a with axes_b of b (n pairs); the result has a's free
+ * dimensions then b's. */
+struct lc_node *lc_tensordot(struct lc_node *a, struct lc_node *b, const int *axes_a,
+                             const int *axes_b, int n);
+/* The last `axis` dimensions of a with the first `axis` of b. */
+struct lc_node *lc_tensordot_axis(struct lc_node *a, struct lc_node *b, int axis);
+struct lc_node *lc_inner(struct lc_node *a, struct lc_node *b);
+/* (a.size, b.size): a flattened times b flattened; any dtype. */
+struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b);
+
+#endif

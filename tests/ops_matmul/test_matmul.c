@@ -1,0 +1,241 @@
+/* The matmul family against numpy references: batching, broadcasting,
+ * 1-d operands, transposed/broadcast views, dtypes, addmm, tensordot,
+ * inner, outer, errors, leaks. */
+#include <complex.h>
+
+#include "../data/matmul_ref.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "test.h"
+
+static mlx_array from_f64(const double *v, int nd, const int *shape, mlx_dtype t) {
+  mlx_array a = mlx_array_new_data(v, shape, nd, MLX_FLOAT64), r = mlx_array_new();
+  mlx_astype(&r, a, t, test_stream());
+  mlx_array_free(a);
+  return r;
+}
+
+static size_t shape_size(int nd, const int *s) {
+  size_t n = 1;
+  for (int i = 0; i < nd; i++) n *= (size_t)s[i];
+  return n;
+}
+
+static double tol_for(mlx_dtype t, int k) {
+  switch (t) {
+  case MLX_FLOAT64: return 1e-13 * k;
+  case MLX_FLOAT32: return 1e-6 * k;
+  case MLX_FLOAT16: return 2e-3 * k;
+  case MLX_BFLOAT16: return 2e-2 * k;
+  default: return 1e-6 * k; /* complex64 */
+  }
+}
+
+static void run_case(const struct mm_case *c, mlx_dtype t) {
+  mlx_stream s = test_stream();
+  mlx_array a = from_f64(c->a, c->nda, c->sa, t), b = from_f64(c->b, c->ndb, c->sb, t);
+  mlx_array r = mlx_array_new(), cc = mlx_array_new();
+  int rc;
+  if (!strcmp(c->kind, "matmul")) rc = mlx_matmul(&r, a, b, s);
+  else if (!strcmp(c->kind, "addmm")) {
+    cc = from_f64(c->c, c->ndc, c->sc, t);
+    rc = mlx_addmm(&r, cc, a, b, (float)c->alpha, (float)c->beta, s);
+  } else if (!strcmp(c->kind, "tensordot"))
+    rc = mlx_tensordot(&r, a, b, c->axes_a, (size_t)c->naxes, c->axes_b, (size_t)c->naxes, s);
+  else if (!strcmp(c->kind, "inner")) rc = mlx_inner(&r, a, b, s);
+  else rc = mlx_outer(&r, a, b, s);
+  CHECK_MSG(rc == 0, "%s case failed: %s", c->kind, test_last_error);
+  if (rc == 0) {
+    CHECK_MSG(mlx_array_dtype(r) == t, "%s: dtype %d", c->kind, (int)mlx_array_dtype(r));
+    CHECK_MSG(mlx_array_ndim(r) == (size_t)c->ndr &&
+                  !memcmp(mlx_array_shape(r), c->sr, sizeof(int) * (size_t)c->ndr),
+              "%s: wrong shape (ndim %zu)", c->kind, mlx_array_ndim(r));
+    int k = c->nda ? c->sa[c->nda - 1] : 1;
+    if (k < 1) k = 1;
+    if (t == MLX_COMPLEX64) { /* compare the real part; imaginary must stay 0 */
+      mlx_array f = mlx_array_new();
+      mlx_astype(&f, r, MLX_FLOAT32, s);
+      CHECK_CLOSE(f, c->r, shape_size(c->ndr, c->sr), tol_for(t, k), tol_for(t, k));
+      mlx_array_free(f);
+    } else {
+      CHECK_CLOSE(r, c->r, shape_size(c->ndr, c->sr), tol_for(t, k), tol_for(t, k));
+    }
+  }
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(cc);
+  mlx_array_free(r);
+}
+
+static void test_fixtures(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, MLX_BFLOAT16,
+                                    MLX_COMPLEX64};
+  for (int i = 0; i < MM_NCASES; i++)
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) run_case(&mm_cases[i], types[t]);
+}
+
+/* A transposed view of a 2-d array (the private permute view). */
+static mlx_array transposed(mlx_array x) {
+  int perm[2] = {1, 0};
+  struct lc_node *n = x.ctx;
+  int shape[2] = {n->shape[1], n->shape[0]};
+  return (mlx_array){lc_node_new_op(LC_OP_MM_PERMUTE, n->dtype, 2, shape, 1, &n, perm, sizeof perm)};
+}
+
+static void ref_matmul(const double *a, int64_t ars, int64_t acs, const double *b, int64_t brs,
+                       int64_t bcs, int M, int K, int N, double *out) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double acc = 0;
+      for (int k = 0; k < K; k++) acc += a[i * ars + k * acs] * b[k * brs + j * bcs];
+      out[i * N + j] = acc;
+    }
+}
+
+static void test_views(void) {
+  mlx_stream s = test_stream();
+  const int M = 37, K = 23, N = 19;
+  for (int dt = 0; dt < 2; dt++) {
+    mlx_dtype t = dt ? MLX_FLOAT64 : MLX_FLOAT32;
+    /* at is (K, M) in memory: a = at^T; bt is (N, K): b = bt^T */
+    double at[K * M], bt[N * K], ref[M * N];
+    for (int i = 0; i < K * M; i++) at[i] = test_uniform(-1, 1);
+    for (int i = 0; i < N * K; i++) bt[i] = test_uniform(-1, 1);
+    int sat[2] = {K, M}, sbt[2] = {N, K};
+    mlx_array xat = from_f64(at, 2, sat, t), xbt = from_f64(bt, 2, sbt, t);
+    /* from_f64 rounds through t; reference from the rounded values */
+    double *av = test_values(xat), *bv = test_values(xbt);
+    mlx_array a = transposed(xat), b = transposed(xbt), r = mlx_array_new();
+    CHECK_OK(mlx_matmul(&r, a, b, s));
+    ref_matmul(av, 1, M, bv, 1, K, M, K, N, ref);
+    CHECK_SHAPE(r, M, N);
+    CHECK_CLOSE(r, ref, (size_t)(M * N), tol_for(t, K), tol_for(t, K));
+    /* transposed a times a broadcast b (row stride 0: packed) */
+    double row[N];
+    for (int j = 0; j < N; j++) row[j] = test_uniform(-1, 1);
+    int srow[2] = {1, N}, sb[2] = {K, N};
+    mlx_array xr = from_f64(row, 2, srow, t);
+    double *rv = test_values(xr);
+    mlx_array bb = {lc_broadcast_to(xr.ctx, 2, sb)};
+    CHECK_OK(mlx_matmul(&r, a, bb, s));
+    ref_matmul(av, 1, M, rv, 0, 1, M, K, N, ref);
+    CHECK_CLOSE(r, ref, (size_t)(M * N), tol_for(t, K), tol_for(t, K));
+    /* a batch of 3 copies of a (broadcast batch) times b^T^T */
+    int s3[3] = {3, M, K};
+    mlx_array a3 = {lc_broadcast_to(a.ctx, 3, s3)};
+    CHECK_OK(mlx_matmul(&r, a3, b, s));
+    CHECK_SHAPE(r, 3, M, N);
+    ref_matmul(av, 1, M, bv, 1, K, M, K, N, ref);
+    double ref3[3 * M * N];
+    for (int i = 0; i < 3; i++) memcpy(ref3 + i * M * N, ref, sizeof ref);
+    CHECK_CLOSE(r, ref3, (size_t)(3 * M * N), tol_for(t, K), tol_for(t, K));
+    free(av);
+    free(bv);
+    free(rv);
+    mlx_array_free(a3);
+    mlx_array_free(bb);
+    mlx_array_free(xr);
+    mlx_array_free(a);
+    mlx_array_free(b);
+    mlx_array_free(xat);
+    mlx_array_free(xbt);
+    mlx_array_free(r);
+  }
+}
+
+static void test_special(void) {
+  mlx_stream s = test_stream();
+  mlx_array r = mlx_array_new();
+  /* K = 0: zeros; addmm with K = 0: beta * c */
+  int sa[2] = {3, 0}, sb[2] = {0, 4};
+  mlx_array a = mlx_array_new_data(NULL, sa, 2, MLX_FLOAT32);
+  mlx_array b = mlx_array_new_data(NULL, sb, 2, MLX_FLOAT32);
+  CHECK_OK(mlx_matmul(&r, a, b, s));
+  CHECK_SHAPE(r, 3, 4);
+  double z[12] = {0};
+  CHECK_CLOSE(r, z, 12, 0, 0);
+  mlx_array c = mlx_array_new_float(2.0f);
+  CHECK_OK(mlx_addmm(&r, c, a, b, 1.0f, 3.0f, s));
+  double six[12];
+  for (int i = 0; i < 12; i++) six[i] = 6;
+  CHECK_CLOSE(r, six, 12, 0, 0);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(c);
+
+  /* complex values: (1+2i)(3-i) = 5+5i */
+  mlx_array x = mlx_array_new_complex(1, 2), y = mlx_array_new_complex(3, -1);
+  int one[2] = {1, 1};
+  mlx_array x2 = mlx_array_new(), y2 = mlx_array_new();
+  x2 = (mlx_array){lc_broadcast_to(x.ctx, 2, one)};
+  y2 = (mlx_array){lc_broadcast_to(y.ctx, 2, one)};
+  CHECK_OK(mlx_matmul(&r, x2, y2, s));
+  mlx_complex64_t v = 0;
+  CHECK_OK(mlx_array_item_complex64(&v, r));
+  CHECK(crealf(v) == 5.0f && cimagf(v) == 5.0f);
+  mlx_array_free(x);
+  mlx_array_free(y);
+  mlx_array_free(x2);
+  mlx_array_free(y2);
+
+  /* outer and 0-d inner keep exact types, like MLX's multiply */
+  int32_t ia[3] = {1, -2, 3}, ib[2] = {4, 5};
+  int s3[1] = {3}, s2[1] = {2};
+  mlx_array ai = mlx_array_new_data(ia, s3, 1, MLX_INT32), bi = mlx_array_new_data(ib, s2, 1, MLX_INT32);
+  CHECK_OK(mlx_outer(&r, ai, bi, s));
+  CHECK(mlx_array_dtype(r) == MLX_INT32);
+  double ro[6] = {4, 5, -8, -10, 12, 15};
+  CHECK_CLOSE(r, ro, 6, 0, 0);
+  mlx_array sc = mlx_array_new_int(3);
+  CHECK_OK(mlx_inner(&r, sc, ai, s));
+  CHECK_SHAPE(r, 3);
+  double r3[3] = {3, -6, 9};
+  CHECK_CLOSE(r, r3, 3, 0, 0);
+
+  /* errors */
+  CHECK_FAILS(mlx_matmul(&r, ai, bi, s), "must match");
+  CHECK_FAILS(mlx_matmul(&r, ai, ai, s), "only inexact types");
+  CHECK_FAILS(mlx_matmul(&r, sc, ai, s), "0 dimension");
+  CHECK_FAILS(mlx_inner(&r, ai, bi, s), "same last dimension");
+  int ax[1] = {0}, bx[1] = {0};
+  mlx_array af = mlx_array_new(), bf = mlx_array_new();
+  mlx_astype(&af, ai, MLX_FLOAT32, s);
+  mlx_astype(&bf, bi, MLX_FLOAT32, s);
+  CHECK_FAILS(mlx_tensordot(&r, af, bf, ax, 1, bx, 1, s), "same shape on the contracted axes");
+  CHECK_FAILS(mlx_tensordot(&r, af, bf, ax, 1, bx, 0, s), "same size");
+  int bad[1] = {3};
+  CHECK_FAILS(mlx_tensordot(&r, af, af, bad, 1, ax, 1, s), "out of bounds");
+  CHECK_FAILS(mlx_tensordot_axis(&r, af, af, 2, s), "axis 2");
+  CHECK_FAILS(mlx_tensordot_axis(&r, af, af, -1, s), "greater or equal");
+  CHECK_OK(mlx_tensordot_axis(&r, af, af, 1, s));
+  double dot = 1 + 4 + 9;
+  CHECK_CLOSE(r, &dot, 1, 0, 0);
+  int s23[2] = {2, 3};
+  mlx_array m23 = mlx_array_new_data(NULL, s23, 2, MLX_FLOAT32), cbad = mlx_array_new();
+  mlx_zeros(&cbad, s2, 1, MLX_FLOAT32, s);
+  int s33[2] = {3, 3};
+  mlx_array m33 = mlx_array_new();
+  mlx_ones(&m33, s33, 2, MLX_FLOAT32, s);
+  CHECK_FAILS(mlx_addmm(&r, cbad, m33, m33, 1, 1, s), "cannot broadcast");
+  CHECK_FAILS(mlx_matmul(&r, mlx_array_new(), m33, s), "empty");
+  mlx_array_free(m23);
+  mlx_array_free(cbad);
+  mlx_array_free(m33);
+  mlx_array_free(af);
+  mlx_array_free(bf);
+  mlx_array_free(sc);
+  mlx_array_free(ai);
+  mlx_array_free(bi);
+  mlx_array_free(r);
+}
+
+int main(void) {
+  test_init();
+  size_t before = test_active_memory();
+  test_fixtures();
+  test_views();
+  test_special();
+  CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
+            before);
+  return test_done();
+}
