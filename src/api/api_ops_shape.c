@@ -281,3 +281,103 @@ int mlx_stack(mlx_array *res, const mlx_vector_array arrays, const mlx_stream s)
   if (lc_api_check_stream("mlx_stack", s)) return 1;
   return concat_impl("mlx_stack", res, arrays, 0, false, true);
 }
+
+int mlx_pad(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+            const int *low_pad_size, size_t low_pad_size_num, const int *high_pad_size,
+            size_t high_pad_size_num, const mlx_array pad_value, const char *mode,
+            const mlx_stream s) {
+  API_PROLOGUE("mlx_pad", res, a);
+  if (check_list("mlx_pad", "axes", axes, axes_num) ||
+      check_list("mlx_pad", "low_pad_size", low_pad_size, low_pad_size_num) ||
+      check_list("mlx_pad", "high_pad_size", high_pad_size, high_pad_size_num))
+    return 1;
+  if (axes_num != low_pad_size_num || axes_num != high_pad_size_num)
+    return lc_error("mlx_pad: invalid number of padding sizes (%zu low, %zu high) for %zu axes",
+                    low_pad_size_num, high_pad_size_num, axes_num);
+  return lc_api_set(res, lc_pad_mode(lc_arr(a), (int)axes_num, axes, low_pad_size, high_pad_size,
+                                     lc_arr(pad_value), mode));
+}
+
+int mlx_pad_symmetric(mlx_array *res, const mlx_array a, int pad_width, const mlx_array pad_value,
+                      const char *mode, const mlx_stream s) {
+  API_PROLOGUE("mlx_pad_symmetric", res, a);
+  int nd = lc_arr(a)->ndim;
+  int axes[nd > 0 ? nd : 1], w[nd > 0 ? nd : 1];
+  for (int i = 0; i < nd; i++) {
+    axes[i] = i;
+    w[i] = pad_width;
+  }
+  return lc_api_set(res, lc_pad_mode(lc_arr(a), nd, axes, w, w, lc_arr(pad_value), mode));
+}
+
+int mlx_tile(mlx_array *res, const mlx_array arr, const int *reps, size_t reps_num,
+             const mlx_stream s) {
+  API_PROLOGUE("mlx_tile", res, arr);
+  if (check_list("mlx_tile", "reps", reps, reps_num)) return 1;
+  return lc_api_set(res, lc_tile(lc_arr(arr), (int)reps_num, reps));
+}
+
+int mlx_repeat_axis(mlx_array *res, const mlx_array arr, int repeats, int axis,
+                    const mlx_stream s) {
+  API_PROLOGUE("mlx_repeat_axis", res, arr);
+  return lc_api_set(res, lc_repeat(lc_arr(arr), repeats, axis));
+}
+
+int mlx_repeat(mlx_array *res, const mlx_array arr, int repeats, const mlx_stream s) {
+  API_PROLOGUE("mlx_repeat", res, arr);
+  struct lc_node *f = lc_flatten(lc_arr(arr), 0, -1);
+  if (!f) return 1;
+  struct lc_node *r = lc_repeat(f, repeats, 0);
+  lc_node_release(f);
+  return lc_api_set(res, r);
+}
+
+/* Sum of shifts, as MLX does when one axis (or the flattened array) gets
+ * several shifts. */
+static int sum_shifts(const char *fn, const int *shift, size_t n, int *out) {
+  if (check_list(fn, "shift", shift, n)) return 1;
+  int64_t t = 0;
+  for (size_t i = 0; i < n; i++) t += shift[i];
+  if (t > INT_MAX || t < INT_MIN) return lc_error("%s: total shift is too large", fn);
+  *out = (int)t;
+  return 0;
+}
+
+int mlx_roll(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num,
+             const mlx_stream s) {
+  API_PROLOGUE("mlx_roll", res, a);
+  int sh, ax = 0;
+  if (sum_shifts("mlx_roll", shift, shift_num, &sh)) return 1;
+  struct lc_node *x = lc_arr(a), *f = lc_flatten(x, 0, -1);
+  struct lc_node *r = f ? lc_roll(f, 1, &ax, &sh) : NULL;
+  struct lc_node *out = r ? lc_reshape(r, x->ndim, x->shape) : NULL;
+  lc_node_release(f);
+  lc_node_release(r);
+  return lc_api_set(res, out);
+}
+
+int mlx_roll_axis(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num, int axis,
+                  const mlx_stream s) {
+  API_PROLOGUE("mlx_roll_axis", res, a);
+  int sh;
+  if (sum_shifts("mlx_roll_axis", shift, shift_num, &sh)) return 1;
+  return lc_api_set(res, lc_roll(lc_arr(a), 1, &axis, &sh));
+}
+
+int mlx_roll_axes(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num,
+                  const int *axes, size_t axes_num, const mlx_stream s) {
+  API_PROLOGUE("mlx_roll_axes", res, a);
+  if (check_list("mlx_roll_axes", "shift", shift, shift_num) ||
+      check_list("mlx_roll_axes", "axes", axes, axes_num))
+    return 1;
+  if (shift_num < axes_num)
+    return lc_error("mlx_roll_axes: at least one shift value per axis is required, %zu provided "
+                    "for %zu axes",
+                    shift_num, axes_num);
+  return lc_api_set(res, lc_roll(lc_arr(a), (int)axes_num, axes, shift));
+}
+
+int mlx_diag(mlx_array *res, const mlx_array a, int k, const mlx_stream s) {
+  API_PROLOGUE("mlx_diag", res, a);
+  return lc_api_set(res, lc_diag(lc_arr(a), k));
+}

@@ -63,8 +63,11 @@ struct lc_node *lc_stack(int n, struct lc_node *const *arrays, int axis);
 struct lc_node *lc_contiguous(struct lc_node *a);
 
 enum lc_pad_mode { LC_PAD_CONSTANT, LC_PAD_EDGE };
-/* Pads the listed axes by low[i]/high[i] (>= 0). value: a scalar array
- * (cast to a's dtype), used in constant mode. */
+/* Pads the listed axes by low[i]/high[i] (>= 0). value: a one-element
+ * array (cast to a's dtype; NULL means 0), used in constant mode. mode:
+ * "constant" (NULL too), "edge", "reflect" or "symmetric" (numpy's). */
+struct lc_node *lc_pad_mode(struct lc_node *a, int naxes, const int *axes, const int *low,
+                            const int *high, struct lc_node *value, const char *mode);
 struct lc_node *lc_pad(struct lc_node *a, int naxes, const int *axes, const int *low,
                        const int *high, struct lc_node *value, enum lc_pad_mode mode);
 struct lc_node *lc_tile(struct lc_node *a, int nreps, const int *reps);

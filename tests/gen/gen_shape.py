@@ -64,8 +64,8 @@ def apply(y, op, p):
         return np.split(y, p[0], axis=p[1])[p[2]]
     if op == "split_sections":  # p: axis, piece, indices...
         return np.split(y, p[2:], axis=p[0])[p[1]]
-    if op == "pad_edge":  # p: axis pairs for every axis (low, high)
-        return np.pad(y, [(p[2 * i], p[2 * i + 1]) for i in range(nd)], mode="edge")
+    if op in ("pad_edge", "pad_reflect", "pad_symmetric"):  # p: (low, high) per axis
+        return np.pad(y, [(p[2 * i], p[2 * i + 1]) for i in range(nd)], mode=op[4:])
     if op == "pad_const":  # p: value, then (low, high) per axis
         return np.pad(y, [(p[1 + 2 * i], p[2 + 2 * i]) for i in range(nd)],
                       constant_values=np.float32(p[0]))
@@ -144,6 +144,9 @@ add("stack_last", (2, 3), [("stack_self", (-1,))])
 add("pad_const", (3, 4), [("pad_const", (7, 1, 2, 0, 3))])
 add("pad_edge", (3, 4), [("pad_edge", (2, 1, 3, 2))])
 add("pad_edge_t", (3, 4, 2), [("transpose_all", ()), ("pad_edge", (1, 0, 0, 2, 3, 1))])
+add("pad_reflect", (3, 4), [("pad_reflect", (2, 7, 3, 1))])
+add("pad_symmetric", (3, 4), [("pad_symmetric", (5, 1, 0, 9))])
+add("pad_reflect_one", (1, 4), [("pad_reflect", (2, 3, 0, 0))])
 add("tile", (2, 3), [("tile", (2, 3))])
 add("tile_more", (2, 3), [("tile", (2, 1, 2))])
 add("tile_fewer", (2, 3, 2), [("tile", (3,))])
