@@ -80,6 +80,10 @@ def main():
         mdt, cdt = DTYPES[dt]
         arr = mx.array(np.array(vals, dtype=np.float64).reshape(shape)).astype(mdt)
         text = str(arr)
+        if dt == "bool":
+            # MLX's Python binding turns on capitalize_bool; C++'s operator<<,
+            # which mlx-c's mlx_array_tostring uses, prints true/false.
+            text = text.replace("True", "true").replace("False", "false")
         if vals:
             lines.append("static const double print_vals_%d[] = {%s};" %
                          (i, ", ".join(c_double(v) for v in vals)))
