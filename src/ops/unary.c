@@ -1,0 +1,637 @@
+/* Unary elementwise primitives and builders. */
+#include "ops/ew_loops.h"
+
+#include <complex.h>
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/binary.h"
+#include "ops/elementwise.h"
+#include "ops/unary.h"
+#include "ops/vmath.h"
+
+#define U LC_U_LOOP
+#define PRIM(NAME)                                                                  \
+  const struct lc_prim lc_prim_##NAME = {                                           \
+      .name = #NAME, .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = NAME##_kernel};
+
+/* A float-only math op: loops for the float dtypes, its kernel and row. */
+#define FLOAT_OP(NAME, FF, FD)   \
+  LC_LOOPS_FLOAT(U, NAME, FF, FD) \
+  LC_KERNEL(NAME, LC_CASES_FLOAT(LC_UCASE, NAME))
+/* Same, with complex64 through FC. */
+#define FLOAT_CX_OP(NAME, FF, FD, FC) \
+  LC_LOOPS_FLOAT(U, NAME, FF, FD)     \
+  LC_LOOP_CX(U, NAME, lc_c64, FC)     \
+  LC_KERNEL(NAME, LC_CASES_FLOAT(LC_UCASE, NAME) LC_CASES_CX(LC_UCASE, NAME))
+
+/* ---- math ---- */
+
+#define SQRT_F(v, C) sqrtf(v)
+#define SQRT_D(v, C) sqrt(v)
+#define SQRT_C(v, C) csqrtf(v)
+FLOAT_CX_OP(sqrt, SQRT_F, SQRT_D, SQRT_C)
+
+#define RSQRT_F(v, C) (1.0f / sqrtf(v))
+#define RSQRT_D(v, C) (1.0 / sqrt(v))
+FLOAT_OP(rsqrt, RSQRT_F, RSQRT_D)
+
+#define EXP_F(v, C) lc_vexpf(v)
+#define EXP_D(v, C) exp(v)
+#define EXP_C(v, C) cexpf(v)
+FLOAT_CX_OP(exp, EXP_F, EXP_D, EXP_C)
+
+#define LOG_F(v, C) lc_vlogf(v)
+#define LOG_D(v, C) log(v)
+#define LOG_C(v, C) clogf(v)
+FLOAT_CX_OP(log, LOG_F, LOG_D, LOG_C)
+
+#define TANH_F(v, C) lc_vtanhf(v)
+#define TANH_D(v, C) tanh(v)
+#define TANH_C(v, C) ctanhf(v)
+FLOAT_CX_OP(tanh, TANH_F, TANH_D, TANH_C)
+
+static inline double sigmoid_d(double x) {
+  double e = exp(-fabs(x)), d = 1.0 / (1.0 + e);
+  return x >= 0 ? d : e * d;
+}
+#define SIGMOID_F(v, C) lc_vsigmoidf(v)
+#define SIGMOID_D(v, C) sigmoid_d(v)
+FLOAT_OP(sigmoid, SIGMOID_F, SIGMOID_D)
+
+#define ERF_F(v, C) lc_verff(v)
+#define ERF_D(v, C) erf(v)
+FLOAT_OP(erf, ERF_F, ERF_D)
+
+/* erfinv: Giles' single-precision approximation ("Approximating the erfinv
+ * function", GPU Computing Gems, 2011), then Newton steps on erf in double,
+ * which make it accurate to double precision. */
+static double erfinv_d(double y) {
+  if (!(y > -1.0 && y < 1.0)) {
+    if (y == 1.0) return INFINITY;
+    if (y == -1.0) return -INFINITY;
+    return NAN;
+  }
+  if (y == 0) return y;
+  double w = -log((1.0 - y) * (1.0 + y)), p;
+  if (w < 5.0) {
+    w = w - 2.5;
+    p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w;
+    p = -3.5233877e-06 + p * w;
+    p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w;
+    p = -0.00125372503 + p * w;
+    p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w;
+    p = 1.50140941 + p * w;
+  } else {
+    w = sqrt(w) - 3.0;
+    p = -0.000200214257;
+    p = 0.000100950558 + p * w;
+    p = 0.00134934322 + p * w;
+    p = -0.00367342844 + p * w;
+    p = 0.00573950773 + p * w;
+    p = -0.0076224613 + p * w;
+    p = 0.00943887047 + p * w;
+    p = 1.00167406 + p * w;
+    p = 2.83297682 + p * w;
+  }
+  double x = p * y;
+  for (int i = 0; i < 3; i++) {
+    double d = 1.1283791670955126 * exp(-x * x); /* erf'(x) */
+    if (d == 0) break;
+    x -= (erf(x) - y) / d;
+  }
+  return x;
+}
+#define ERFINV_F(v, C) ((float)erfinv_d(v))
+#define ERFINV_D(v, C) erfinv_d(v)
+FLOAT_OP(erfinv, ERFINV_F, ERFINV_D)
+
+#define LIBM_OP(NAME)                       \
+  FLOAT_OP(NAME, NAME##_LF, NAME##_LD)
+#define LIBM_CX_OP(NAME, FC)               \
+  FLOAT_CX_OP(NAME, NAME##_LF, NAME##_LD, FC)
+
+#define expm1_LF(v, C) expm1f(v)
+#define expm1_LD(v, C) expm1(v)
+LIBM_OP(expm1)
+#define log1p_LF(v, C) log1pf(v)
+#define log1p_LD(v, C) log1p(v)
+LIBM_OP(log1p)
+#define log2_LF(v, C) log2f(v)
+#define log2_LD(v, C) log2(v)
+LIBM_OP(log2)
+#define log10_LF(v, C) log10f(v)
+#define log10_LD(v, C) log10(v)
+LIBM_OP(log10)
+#define sin_LF(v, C) sinf(v)
+#define sin_LD(v, C) sin(v)
+#define SIN_C(v, C) csinf(v)
+LIBM_CX_OP(sin, SIN_C)
+#define cos_LF(v, C) cosf(v)
+#define cos_LD(v, C) cos(v)
+#define COS_C(v, C) ccosf(v)
+LIBM_CX_OP(cos, COS_C)
+#define tan_LF(v, C) tanf(v)
+#define tan_LD(v, C) tan(v)
+#define TAN_C(v, C) ctanf(v)
+LIBM_CX_OP(tan, TAN_C)
+#define arcsin_LF(v, C) asinf(v)
+#define arcsin_LD(v, C) asin(v)
+LIBM_OP(arcsin)
+#define arccos_LF(v, C) acosf(v)
+#define arccos_LD(v, C) acos(v)
+LIBM_OP(arccos)
+#define arctan_LF(v, C) atanf(v)
+#define arctan_LD(v, C) atan(v)
+LIBM_OP(arctan)
+#define sinh_LF(v, C) sinhf(v)
+#define sinh_LD(v, C) sinh(v)
+#define SINH_C(v, C) csinhf(v)
+LIBM_CX_OP(sinh, SINH_C)
+#define cosh_LF(v, C) coshf(v)
+#define cosh_LD(v, C) cosh(v)
+#define COSH_C(v, C) ccoshf(v)
+LIBM_CX_OP(cosh, COSH_C)
+#define arcsinh_LF(v, C) asinhf(v)
+#define arcsinh_LD(v, C) asinh(v)
+LIBM_OP(arcsinh)
+#define arccosh_LF(v, C) acoshf(v)
+#define arccosh_LD(v, C) acosh(v)
+LIBM_OP(arccosh)
+#define arctanh_LF(v, C) atanhf(v)
+#define arctanh_LD(v, C) atanh(v)
+LIBM_OP(arctanh)
+#define floor_LF(v, C) floorf(v)
+#define floor_LD(v, C) floor(v)
+LIBM_OP(floor)
+#define ceil_LF(v, C) ceilf(v)
+#define ceil_LD(v, C) ceil(v)
+LIBM_OP(ceil)
+/* rint rounds half to even in the default rounding mode. */
+#define round_LF(v, C) rintf(v)
+#define round_LD(v, C) rint(v)
+LIBM_OP(round)
+
+/* ---- arithmetic on every dtype ---- */
+
+#define ALL_CASES(NAME) \
+  LC_CASES_INT(LC_UCASE, NAME) LC_CASES_FLOAT(LC_UCASE, NAME) LC_CASES_CX(LC_UCASE, NAME)
+
+#define NEG_S(v, C) LC_WNEG(v, C)
+#define NEG_F(v, C) (-(v))
+LC_LOOPS_INT(U, negative, NEG_S, NEG_S)
+LC_LOOPS_FLOAT(U, negative, NEG_F, NEG_F)
+LC_LOOP_CX(U, negative, lc_c64, NEG_F)
+LC_KERNEL(negative, ALL_CASES(negative))
+
+#define ABS_S(v, C) ((v) < 0 ? LC_WNEG(v, C) : (v))
+#define ABS_F(v, C) fabsf(v)
+#define ABS_D(v, C) fabs(v)
+#define ABS_C(v, C) cabsf(v)
+#define ABS_U(v, C) (v)
+LC_LOOPS_INT(U, abs, ABS_S, ABS_U)
+LC_LOOPS_FLOAT(U, abs, ABS_F, ABS_D)
+LC_LOOP_CX(U, abs, float, ABS_C) /* complex64 -> float32 */
+LC_KERNEL(abs, ALL_CASES(abs))
+
+#define SIGN_S(v, C) ((C)(((v) > 0) - ((v) < 0)))
+#define SIGN_U(v, C) ((C)((v) != 0))
+#define SIGN_F(v, C) ((v) > 0 ? (C)1 : (v) < 0 ? (C)-1 : (C)0) /* NaN -> 0, as MLX */
+static inline lc_c64 sign_c(lc_c64 v) { return v == 0 ? v : v / cabsf(v); }
+#define SIGN_C(v, C) sign_c(v)
+LC_LOOPS_INT(U, sign, SIGN_S, SIGN_U)
+LC_LOOPS_FLOAT(U, sign, SIGN_F, SIGN_F)
+LC_LOOP_CX(U, sign, lc_c64, SIGN_C)
+LC_KERNEL(sign, ALL_CASES(sign))
+
+#define SQUARE_I(v, C) LC_WMUL(v, v, C)
+#define SQUARE_F(v, C) ((v) * (v))
+LC_LOOPS_INT(U, square, SQUARE_I, SQUARE_I)
+LC_LOOPS_FLOAT(U, square, SQUARE_F, SQUARE_F)
+LC_LOOP_CX(U, square, lc_c64, SQUARE_F)
+LC_KERNEL(square, ALL_CASES(square))
+
+#define NOT_B(v, C) (!(v))
+U(, logical_not_MLX_BOOL, bool, bool, bool, LC_ID, LC_ID, NOT_B)
+LC_KERNEL(logical_not, LC_UCASE(logical_not, MLX_BOOL))
+
+#define INVERT_I(v, C) ((C)lc_wnot((uint64_t)(v)))
+LC_LOOPS_INT(U, bitwise_invert, INVERT_I, INVERT_I)
+LC_KERNEL(bitwise_invert, LC_CASES_INT(LC_UCASE, bitwise_invert))
+
+#define CONJ_C(v, C) conjf(v)
+#define REAL_C(v, C) crealf(v)
+#define IMAG_C(v, C) cimagf(v)
+LC_LOOP_CX(U, conjugate, lc_c64, CONJ_C)
+LC_LOOP_CX(U, real, float, REAL_C)
+LC_LOOP_CX(U, imag, float, IMAG_C)
+LC_KERNEL(conjugate, LC_CASES_CX(LC_UCASE, conjugate))
+LC_KERNEL(real, LC_CASES_CX(LC_UCASE, real))
+LC_KERNEL(imag, LC_CASES_CX(LC_UCASE, imag))
+
+PRIM(abs)
+PRIM(negative)
+PRIM(sign)
+PRIM(square)
+PRIM(sqrt)
+PRIM(rsqrt)
+PRIM(exp)
+PRIM(expm1)
+PRIM(log)
+PRIM(log1p)
+PRIM(log2)
+PRIM(log10)
+PRIM(sin)
+PRIM(cos)
+PRIM(tan)
+PRIM(arcsin)
+PRIM(arccos)
+PRIM(arctan)
+PRIM(sinh)
+PRIM(cosh)
+PRIM(tanh)
+PRIM(arcsinh)
+PRIM(arccosh)
+PRIM(arctanh)
+PRIM(sigmoid)
+PRIM(erf)
+PRIM(erfinv)
+PRIM(floor)
+PRIM(ceil)
+PRIM(round)
+PRIM(logical_not)
+PRIM(bitwise_invert)
+PRIM(conjugate)
+PRIM(real)
+PRIM(imag)
+
+/* ---- copy: any dtype, by element size ---- */
+
+#define COPY_LOOP(T)                                                                   \
+  static void copy_##T(int64_t n, T *restrict o, const T *restrict x, int64_t s) {     \
+    for (int64_t i = 0; i < n; i++) o[i] = x[i * s];                                   \
+  }
+COPY_LOOP(uint8_t)
+COPY_LOOP(uint16_t)
+COPY_LOOP(uint32_t)
+COPY_LOOP(uint64_t)
+
+static void copy_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,
+                        const int64_t *is, mlx_dtype in_dt, const void *params) {
+  (void)params;
+  size_t sz = lc_dtype_size(out_dt);
+  if (is[0] == 1) {
+    if (out != in[0]) memcpy(out, in[0], (size_t)n * sz);
+    return;
+  }
+  switch (sz) {
+  case 1: copy_uint8_t(n, out, in[0], is[0]); break;
+  case 2: copy_uint16_t(n, out, in[0], is[0]); break;
+  case 4: copy_uint32_t(n, out, in[0], is[0]); break;
+  default: copy_uint64_t(n, out, in[0], is[0]); break;
+  }
+  (void)in_dt;
+}
+const struct lc_prim lc_prim_copy = {
+    .name = "copy", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = copy_kernel};
+
+/* ---- nan_to_num ---- */
+
+struct nan_to_num_params {
+  double nan, posinf, neginf;
+};
+
+#define N2N_LOOP(DT, S, C, LD, ST)                                                       \
+  static void nan_to_num_##DT(int64_t n, S *restrict o, const S *restrict x, int64_t s,   \
+                              const struct nan_to_num_params *p) {                        \
+    C vn = (C)p->nan, vp = (C)p->posinf, vm = (C)p->neginf;                               \
+    for (int64_t i = 0; i < n; i++) {                                                     \
+      C v = LD(x[i * s]);                                                                 \
+      o[i] = ST(v != v ? vn : v == (C)INFINITY ? vp : v == -(C)INFINITY ? vm : v);        \
+    }                                                                                     \
+  }
+N2N_LOOP(MLX_FLOAT16, uint16_t, float, lc_f16_to_f32, lc_f32_to_f16)
+N2N_LOOP(MLX_FLOAT32, float, float, LC_ID, LC_ID)
+N2N_LOOP(MLX_FLOAT64, double, double, LC_ID, LC_ID)
+N2N_LOOP(MLX_BFLOAT16, uint16_t, float, lc_bf16_to_f32, lc_f32_to_bf16)
+
+static void nan_to_num_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,
+                              const int64_t *is, mlx_dtype in_dt, const void *params) {
+  (void)out_dt;
+  switch (in_dt) {
+#define N2N_CASE(NAME, DT) \
+  case DT: nan_to_num_##DT(n, out, in[0], is[0], params); break;
+    LC_CASES_FLOAT(N2N_CASE, nan_to_num)
+#undef N2N_CASE
+  default: break;
+  }
+}
+PRIM(nan_to_num)
+
+/* ---- views ---- */
+
+static int stop_gradient_eval(struct lc_node *n) {
+  lc_node_set_view(n, n->in[0], n->in[0]->strides, n->in[0]->offset);
+  return 0;
+}
+const struct lc_prim lc_prim_stop_gradient = {
+    .name = "stop_gradient", .flags = LC_PF_VIEW, .eval_cpu = stop_gradient_eval};
+
+/* Bitcast: shares the input's buffer when it is row-major contiguous at a
+ * suitably aligned offset, else copies its bytes into a fresh buffer. */
+static int view_eval(struct lc_node *n) {
+  struct lc_node *a = n->in[0];
+  int64_t isz = (int64_t)lc_dtype_size(a->dtype), osz = (int64_t)lc_dtype_size(n->dtype);
+  if ((a->flags & LC_NF_CONTIG) && (a->offset * isz) % osz == 0) {
+    int64_t st[n->ndim > 0 ? n->ndim : 1];
+    lc_shape_strides(n->ndim, n->shape, st);
+    lc_node_set_view(n, a, st, a->offset * isz / osz);
+    return 0;
+  }
+  if (lc_node_alloc_data(n)) return 1;
+  lc_node_copy_out(a, n->buf->data);
+  return 0;
+}
+const struct lc_prim lc_prim_view = {.name = "view", .eval_cpu = view_eval};
+
+/* ---- builders ---- */
+
+static struct lc_node *un(int op, struct lc_node *a, mlx_dtype t) {
+  return lc_ew_new(op, t, 1, &a, NULL, 0);
+}
+
+static int no_complex(const char *fn, const struct lc_node *a) {
+  if (a->dtype == MLX_COMPLEX64) return lc_error("%s: not supported for complex64", fn);
+  return 0;
+}
+
+/* Math op computing in the input's inexact dtype (integers: float32). */
+static struct lc_node *math_op(const char *fn, int op, struct lc_node *a, bool cx_ok) {
+  if (!cx_ok && no_complex(fn, a)) return NULL;
+  mlx_dtype t = lc_dtype_inexact(a->dtype);
+  struct lc_node *x = lc_astype(a, t);
+  if (!x) return NULL;
+  struct lc_node *r = un(op, x, t);
+  lc_node_release(x);
+  return r;
+}
+
+#define MATH(NAME, ID, CX) \
+  struct lc_node *lc_##NAME(struct lc_node *a) { return math_op(#NAME, LC_OP_##ID, a, CX); }
+MATH(sqrt, SQRT, true)
+MATH(rsqrt, RSQRT, false)
+MATH(exp, EXP, true)
+MATH(expm1, EXPM1, false)
+MATH(log, LOG, true)
+MATH(log1p, LOG1P, false)
+MATH(log2, LOG2, false)
+MATH(log10, LOG10, false)
+MATH(sin, SIN, true)
+MATH(cos, COS, true)
+MATH(tan, TAN, true)
+MATH(arcsin, ARCSIN, false)
+MATH(arccos, ARCCOS, false)
+MATH(arctan, ARCTAN, false)
+MATH(sinh, SINH, true)
+MATH(cosh, COSH, true)
+MATH(tanh, TANH, true)
+MATH(arcsinh, ARCSINH, false)
+MATH(arccosh, ARCCOSH, false)
+MATH(arctanh, ARCTANH, false)
+MATH(sigmoid, SIGMOID, false)
+MATH(erf, ERF, false)
+MATH(erfinv, ERFINV, false)
+
+struct lc_node *lc_abs(struct lc_node *a) {
+  if (lc_dtype_is_unsigned(a->dtype) || a->dtype == MLX_BOOL) return un(LC_OP_ABS, a, a->dtype);
+  return un(LC_OP_ABS, a, a->dtype == MLX_COMPLEX64 ? MLX_FLOAT32 : a->dtype);
+}
+
+struct lc_node *lc_negative(struct lc_node *a) {
+  if (a->dtype == MLX_BOOL) {
+    lc_error("negative: not supported for bool, use logical_not instead");
+    return NULL;
+  }
+  return un(LC_OP_NEGATIVE, a, a->dtype);
+}
+
+struct lc_node *lc_sign(struct lc_node *a) { return un(LC_OP_SIGN, a, a->dtype); }
+struct lc_node *lc_square(struct lc_node *a) { return un(LC_OP_SQUARE, a, a->dtype); }
+
+/* floor, ceil, round: identity on integers and bool. */
+static struct lc_node *rounding(const char *fn, int op, struct lc_node *a) {
+  if (no_complex(fn, a)) return NULL;
+  if (!lc_dtype_is_float(a->dtype)) return lc_node_retain(a);
+  return un(op, a, a->dtype);
+}
+struct lc_node *lc_floor(struct lc_node *a) { return rounding("floor", LC_OP_FLOOR, a); }
+struct lc_node *lc_ceil(struct lc_node *a) { return rounding("ceil", LC_OP_CEIL, a); }
+
+/* decimals != 0: round(a * 10^d) / 10^d (d > 0), round(a / 10^-d) * 10^-d
+ * (d < 0), in at least float32, cast back to a's dtype as MLX does. */
+struct lc_node *lc_round(struct lc_node *a, int decimals) {
+  if (decimals == 0) return rounding("round", LC_OP_ROUND, a);
+  if (no_complex("round", a)) return NULL;
+  if (!lc_dtype_is_float(a->dtype) && decimals > 0) return lc_node_retain(a);
+  if (decimals > 300 || decimals < -300) {
+    lc_error("round: decimals %d out of range", decimals);
+    return NULL;
+  }
+  mlx_dtype t = lc_dtype_inexact(a->dtype);
+  struct lc_node *s = lc_node_new_scalar(t, pow(10.0, decimals > 0 ? decimals : -decimals));
+  if (!s) return NULL;
+  struct lc_node *x = decimals > 0 ? lc_multiply(a, s) : lc_divide(a, s);
+  struct lc_node *r = x ? un(LC_OP_ROUND, x, x->dtype) : NULL;
+  struct lc_node *y = r ? (decimals > 0 ? lc_divide(r, s) : lc_multiply(r, s)) : NULL;
+  struct lc_node *out = y ? lc_astype(y, a->dtype) : NULL;
+  lc_node_release(s);
+  lc_node_release(x);
+  lc_node_release(r);
+  lc_node_release(y);
+  return out;
+}
+
+static struct lc_node *scale(const char *fn, struct lc_node *a, double k) {
+  if (no_complex(fn, a)) return NULL;
+  struct lc_node *s = lc_node_new_scalar(lc_dtype_inexact(a->dtype), k);
+  if (!s) return NULL;
+  struct lc_node *r = lc_multiply(a, s);
+  lc_node_release(s);
+  return r;
+}
+struct lc_node *lc_degrees(struct lc_node *a) { return scale("degrees", a, 180.0 / M_PI); }
+struct lc_node *lc_radians(struct lc_node *a) { return scale("radians", a, M_PI / 180.0); }
+
+struct lc_node *lc_reciprocal(struct lc_node *a) {
+  struct lc_node *one = lc_node_new_scalar(lc_dtype_inexact(a->dtype), 1.0);
+  if (!one) return NULL;
+  struct lc_node *r = lc_divide(one, a);
+  lc_node_release(one);
+  return r;
+}
+
+/* A bool array of a's shape, all v (a broadcast scalar). */
+static struct lc_node *const_bool(struct lc_node *a, bool v) {
+  struct lc_node *s = lc_node_new_scalar(MLX_BOOL, v);
+  if (!s) return NULL;
+  struct lc_node *r = lc_broadcast_to(s, a->ndim, a->shape);
+  lc_node_release(s);
+  return r;
+}
+
+/* cmp(a, scalar v of a's dtype) */
+static struct lc_node *cmp_scalar(struct lc_node *(*cmp)(struct lc_node *, struct lc_node *),
+                                  struct lc_node *a, double v) {
+  struct lc_node *s = lc_node_new_scalar(a->dtype, v);
+  if (!s) return NULL;
+  struct lc_node *r = cmp(a, s);
+  lc_node_release(s);
+  return r;
+}
+
+/* f(real(a)) op f(imag(a)) for complex a. */
+static struct lc_node *cx_parts(struct lc_node *(*f)(struct lc_node *),
+                                struct lc_node *(*op)(struct lc_node *, struct lc_node *),
+                                struct lc_node *a) {
+  struct lc_node *re = lc_real(a), *im = re ? lc_imag(a) : NULL;
+  struct lc_node *fr = im ? f(re) : NULL, *fi = fr ? f(im) : NULL;
+  struct lc_node *r = fi ? op(fr, fi) : NULL;
+  lc_node_release(re);
+  lc_node_release(im);
+  lc_node_release(fr);
+  lc_node_release(fi);
+  return r;
+}
+
+struct lc_node *lc_isnan(struct lc_node *a) {
+  if (!lc_dtype_is_inexact(a->dtype)) return const_bool(a, false);
+  return lc_not_equal(a, a);
+}
+
+struct lc_node *lc_isposinf(struct lc_node *a) {
+  if (no_complex("isposinf", a)) return NULL;
+  if (!lc_dtype_is_inexact(a->dtype)) return const_bool(a, false);
+  return cmp_scalar(lc_equal, a, INFINITY);
+}
+
+struct lc_node *lc_isneginf(struct lc_node *a) {
+  if (no_complex("isneginf", a)) return NULL;
+  if (!lc_dtype_is_inexact(a->dtype)) return const_bool(a, false);
+  return cmp_scalar(lc_equal, a, -INFINITY);
+}
+
+struct lc_node *lc_isinf(struct lc_node *a) {
+  if (!lc_dtype_is_inexact(a->dtype)) return const_bool(a, false);
+  if (a->dtype == MLX_COMPLEX64) return cx_parts(lc_isinf, lc_logical_or, a);
+  struct lc_node *m = lc_abs(a);
+  struct lc_node *r = m ? cmp_scalar(lc_equal, m, INFINITY) : NULL;
+  lc_node_release(m);
+  return r;
+}
+
+/* |a| < inf is false exactly for NaN and infinities. */
+struct lc_node *lc_isfinite(struct lc_node *a) {
+  if (!lc_dtype_is_inexact(a->dtype)) return const_bool(a, true);
+  if (a->dtype == MLX_COMPLEX64) return cx_parts(lc_isfinite, lc_logical_and, a);
+  struct lc_node *m = lc_abs(a);
+  struct lc_node *r = m ? cmp_scalar(lc_less, m, INFINITY) : NULL;
+  lc_node_release(m);
+  return r;
+}
+
+struct lc_node *lc_logical_not(struct lc_node *a) {
+  struct lc_node *b = lc_astype(a, MLX_BOOL);
+  if (!b) return NULL;
+  struct lc_node *r = un(LC_OP_LOGICAL_NOT, b, MLX_BOOL);
+  lc_node_release(b);
+  return r;
+}
+
+struct lc_node *lc_bitwise_invert(struct lc_node *a) {
+  if (lc_dtype_is_inexact(a->dtype)) {
+    lc_error("bitwise_invert: only allowed on integer or boolean types, got %s",
+             lc_dtype_name(a->dtype));
+    return NULL;
+  }
+  if (a->dtype == MLX_BOOL) return lc_logical_not(a);
+  return un(LC_OP_BITWISE_INVERT, a, a->dtype);
+}
+
+struct lc_node *lc_conjugate(struct lc_node *a) {
+  if (a->dtype != MLX_COMPLEX64) return lc_node_retain(a);
+  return un(LC_OP_CONJUGATE, a, a->dtype);
+}
+
+struct lc_node *lc_real(struct lc_node *a) {
+  if (a->dtype != MLX_COMPLEX64) return lc_node_retain(a);
+  return un(LC_OP_REAL, a, MLX_FLOAT32);
+}
+
+struct lc_node *lc_imag(struct lc_node *a) {
+  if (a->dtype != MLX_COMPLEX64) {
+    struct lc_node *z = lc_node_new_scalar(a->dtype, 0);
+    if (!z) return NULL;
+    struct lc_node *r = lc_broadcast_to(z, a->ndim, a->shape);
+    lc_node_release(z);
+    return r;
+  }
+  return un(LC_OP_IMAG, a, MLX_FLOAT32);
+}
+
+struct lc_node *lc_stop_gradient(struct lc_node *a) {
+  return lc_node_new_op(LC_OP_STOP_GRADIENT, a->dtype, a->ndim, a->shape, 1, &a, NULL, 0);
+}
+
+struct lc_node *lc_copy(struct lc_node *a) { return un(LC_OP_COPY, a, a->dtype); }
+
+struct lc_node *lc_view(struct lc_node *a, mlx_dtype t) {
+  if (!lc_dtype_valid(t)) {
+    lc_error("view: invalid dtype %d", (int)t);
+    return NULL;
+  }
+  if (a->dtype == t) return lc_node_retain(a);
+  int ib = (int)lc_dtype_size(a->dtype), ob = (int)lc_dtype_size(t);
+  int nd = a->ndim;
+  int shape[nd > 0 ? nd : 1];
+  if (nd) memcpy(shape, a->shape, sizeof(int) * (size_t)nd);
+  if (ib != ob) {
+    if (nd == 0) {
+      lc_error("view: changing the type of a scalar is only allowed for types with the same "
+               "size (%s to %s)", lc_dtype_name(a->dtype), lc_dtype_name(t));
+      return NULL;
+    }
+    if (ib < ob) {
+      if (shape[nd - 1] % (ob / ib)) {
+        lc_error("view: when viewing as a larger dtype, the size in bytes of the last axis "
+                 "(%d) must be a multiple of the requested type size (%d)",
+                 shape[nd - 1] * ib, ob);
+        return NULL;
+      }
+      shape[nd - 1] /= ob / ib;
+    } else {
+      if ((int64_t)shape[nd - 1] * (ib / ob) > INT32_MAX) {
+        lc_error("view: resulting last axis is too large");
+        return NULL;
+      }
+      shape[nd - 1] *= ib / ob;
+    }
+  }
+  return lc_node_new_op(LC_OP_VIEW, t, nd, shape, 1, &a, NULL, 0);
+}
+
+struct lc_node *lc_nan_to_num(struct lc_node *a, double nan, bool has_posinf, double posinf,
+                              bool has_neginf, double neginf) {
+  if (no_complex("nan_to_num", a)) return NULL;
+  if (!lc_dtype_is_float(a->dtype)) return lc_node_retain(a);
+  double big = a->dtype == MLX_FLOAT64   ? DBL_MAX
+               : a->dtype == MLX_FLOAT32 ? FLT_MAX
+               : a->dtype == MLX_FLOAT16 ? 65504.0
+                                         : 3.3895313892515355e38; /* bfloat16 max */
+  struct nan_to_num_params p = {nan, has_posinf ? posinf : big, has_neginf ? neginf : -big};
+  return lc_ew_new(LC_OP_NAN_TO_NUM, a->dtype, 1, &a, &p, sizeof p);
+}
