@@ -297,8 +297,8 @@ static void copy_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *cons
   }
   (void)in_dt;
 }
-const struct lc_prim lc_prim_copy = {
-    .name = "copy", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = copy_kernel};
+const struct lc_prim lc_prim_ew_copy = {
+    .name = "ew_copy", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = copy_kernel};
 
 /* ---- nan_to_num ---- */
 
@@ -587,7 +587,7 @@ struct lc_node *lc_stop_gradient(struct lc_node *a) {
   return lc_node_new_op(LC_OP_STOP_GRADIENT, a->dtype, a->ndim, a->shape, 1, &a, NULL, 0);
 }
 
-struct lc_node *lc_copy(struct lc_node *a) { return un(LC_OP_COPY, a, a->dtype); }
+struct lc_node *lc_copy(struct lc_node *a) { return un(LC_OP_EW_COPY, a, a->dtype); }
 
 struct lc_node *lc_view(struct lc_node *a, mlx_dtype t) {
   if (!lc_dtype_valid(t)) {
