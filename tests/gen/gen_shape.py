@@ -190,3 +190,177 @@ out.append("};")
 with open("tests/data/shape_cases.h", "w") as f:
     f.write("\n".join(out) + "\n")
 print("wrote %d cases" % len(cases))
+
+
+# ---------------------------------------------------------------------------
+# Indexing references: tests/data/index_cases.h (test_index_cases.c).
+# Each case: an op name, input arrays (any dtype; data stored as doubles),
+# integer params, and the expected output.
+DT = {"bool": 0, "uint8": 1, "uint16": 2, "uint32": 3, "uint64": 4, "int8": 5, "int16": 6,
+      "int32": 7, "int64": 8, "float16": 9, "float32": 10, "float64": 11}
+icases = []
+
+
+def farr(shape, ints=False):
+    if ints:
+        return rng.integers(-5, 6, size=shape).astype(np.float32)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def iadd(name, op, arrays, params, out):
+    icases.append((name, op, arrays, list(params), np.asarray(out)))
+
+
+def wrap(i, n):
+    return i + n if i < 0 else i
+
+
+def gather_ref(a, idx, axes, slice_sizes):
+    idx = np.broadcast_arrays(*idx) if idx else []
+    ishape = idx[0].shape if idx else ()
+    out = np.zeros(ishape + tuple(slice_sizes), a.dtype)
+    for pos in np.ndindex(*ishape):
+        start = [0] * a.ndim
+        for k, ax in enumerate(axes):
+            start[ax] = wrap(int(idx[k][pos]), a.shape[ax])
+        sl = tuple(slice(start[d], start[d] + slice_sizes[d]) for d in range(a.ndim))
+        out[pos] = a[sl]
+    return out
+
+
+def scatter_ref(a, idx, upd, axes, mode):
+    out = a.copy()
+    idx = np.broadcast_arrays(*idx) if idx else []
+    ishape = idx[0].shape if idx else ()
+    sl_shape = upd.shape[len(ishape):]
+    for pos in np.ndindex(*ishape):
+        start = [0] * a.ndim
+        for k, ax in enumerate(axes):
+            start[ax] = wrap(int(idx[k][pos]), a.shape[ax])
+        sl = tuple(slice(start[d], start[d] + sl_shape[d]) for d in range(a.ndim))
+        u = upd[pos]
+        if mode == "none":
+            out[sl] = u
+        elif mode == "add":
+            out[sl] = out[sl] + u
+        elif mode == "prod":
+            out[sl] = out[sl] * u
+        elif mode == "max":
+            out[sl] = np.maximum(out[sl], u)
+        else:
+            out[sl] = np.minimum(out[sl], u)
+    return out
+
+
+a = farr((3, 4, 5))
+i = np.array([[0, -1, 2], [3, 1, -4]], np.int32)
+iadd("take_axis1", "take_axis", [a, i], [1], np.take(a, i, axis=1))
+iadd("take_axis_neg", "take_axis", [a, i[:, :2].astype(np.int16)], [-1], np.take(a, i[:, :2], axis=-1))
+a = farr((3, 4))
+i = np.array([11, 0, -12, 5, 5], np.int64)
+iadd("take_flat", "take", [a, i], [], np.take(a, i))
+i = np.array(2, np.uint8)
+iadd("take_scalar_idx", "take_axis", [a, i], [0], np.take(a, 2, axis=0))
+i = np.array([[3, 0], [1, 1], [-1, 2]], np.int8)
+iadd("take_along1", "take_along", [a, i], [1], np.take_along_axis(a, i % 4, axis=1))
+i = np.array([[2, 0, 1, 1]], np.uint32)
+iadd("take_along0", "take_along", [a, i], [0], np.take_along_axis(a, i.astype(np.int64), axis=0))
+a = farr((3, 2, 4))
+i = np.array([[[1], [0], [-2], [1], [1]]], np.int32)  # (1, 5, 1)
+iadd("take_along_bcast", "take_along", [a, i], [1], np.take_along_axis(a, i % 2, axis=1))
+
+a = farr((3, 4), ints=True)
+i = np.array([[1], [3], [0]], np.int32)
+v = farr((3, 1), ints=True)
+o = a.copy()
+np.put_along_axis(o, i, v, axis=1)
+iadd("put_along", "put_along", [a, i, v], [1], o)
+o = a.copy()
+np.put_along_axis(o, i, np.float32(7), axis=1)
+iadd("put_along_scalar", "put_along", [a, i, np.array(7, np.float32)], [1], o)
+i = np.array([[0, 1, 0, 2], [0, 2, 2, -1]], np.int64)
+v = farr((2, 4), ints=True)
+o = a.copy()
+for r in range(2):
+    for c in range(4):
+        o[i[r, c] % 3, c] += v[r, c]
+iadd("scatter_add_axis0", "scatter_add_axis", [a, i, v], [0], o)
+
+a = farr((4, 5, 6))
+i0 = np.array([0, 3, -1], np.int32)
+i1 = np.array([4, 0, 2], np.int32)
+iadd("gather2", "gather", [a, i0, i1], [2, 0, 2, 1, 5, 2], gather_ref(a, [i0, i1], [0, 2], [1, 5, 2]))
+i0 = np.array([[1], [2]], np.uint16)
+i1 = np.array([0, 1, -2], np.int8)
+iadd("gather_bcast", "gather", [a, i0, i1], [2, 1, 0, 2, 3, 3],
+     gather_ref(a, [i0, i1], [1, 0], [2, 3, 3]))
+iadd("gather_none", "gather", [a], [0, 2, 2, 2], gather_ref(a, [], [], [2, 2, 2]))
+
+a = farr((5, 4), ints=True)
+i = np.array([3, 0, 4], np.int32)
+u = farr((3, 1, 4), ints=True)
+iadd("scatter_none", "scatter", [a, i, u], [1, 0], scatter_ref(a, [i], u, [0], "none"))
+i = np.array([3, 0, 3, -2, 0], np.int32)
+u = farr((5, 1, 4), ints=True)
+for mode in ("add", "prod", "max", "min"):
+    iadd("scatter_" + mode, "scatter_" + mode, [a, i, u], [1, 0], scatter_ref(a, [i], u, [0], mode))
+i0 = np.array([1, 2, 1], np.int64)
+i1 = np.array([0, 2, 2], np.int64)
+u = farr((3, 2, 2), ints=True)
+iadd("scatter_add_2d", "scatter_add", [a, i0, i1, u], [2, 0, 1],
+     scatter_ref(a, [i0, i1], u, [0, 1], "add"))
+
+a = farr((5, 6), ints=True)
+u = farr((3, 3), ints=True)
+o = a.copy()
+o[0:5:2, 0:6:2] = u
+iadd("slice_update", "slice_update", [a, u], [0, 0, 5, 6, 2, 2], o)
+u = farr((3,), ints=True)
+for mode, fn in (("add", np.add), ("prod", np.multiply), ("max", np.maximum), ("min", np.minimum)):
+    o = a.copy()
+    o[4:0:-1, 1:4] = fn(o[4:0:-1, 1:4], u)
+    iadd("slice_update_" + mode, "slice_update_" + mode, [a, u], [4, 1, 0, 4, -1, 1], o)
+o = a.copy()
+o[:, :] = u[:1]
+iadd("slice_update_whole", "slice_update", [a, u[:1]], [0, 0, 5, 6, 1, 1], o)
+
+a = farr((5, 6))
+st = np.array([2, 1], np.int32)
+iadd("slice_dynamic", "slice_dynamic", [a, st], [2, 0, 1, 2, 3], a[2:4, 1:4])
+st = np.array([3], np.int64)
+iadd("slice_dynamic_1", "slice_dynamic", [a, st], [1, -1, 5, 2], a[0:5, 3:5])
+u = farr((2, 3))
+o = a.copy()
+o[1:3, 2:5] = u
+iadd("slice_update_dynamic", "slice_update_dynamic", [a, u, np.array([1, 2], np.int32)], [2, 0, 1], o)
+u = farr((3,))
+o = a.copy()
+o[4, 0:3] = u
+iadd("slice_update_dynamic_lead", "slice_update_dynamic", [a, u, np.array([4], np.int32)], [1, 0], o)
+
+
+def carr(x):
+    x = np.asarray(x)
+    d = x.astype(np.float64).ravel()
+    data = "{" + ", ".join(repr(float(v)) for v in d) + "}" if d.size else "{0}"
+    return x, data
+
+
+out = ["/* Generated by tests/gen/gen_shape.py; do not edit. */", ""]
+for ci, (name, op, arrays, params, o) in enumerate(icases):
+    for k, x in enumerate(arrays + [o]):
+        _, data = carr(x)
+        out.append("static const double index_d%d_%d[] = %s;" % (ci, k, data))
+out.append("")
+out.append("static const struct index_case index_cases[] = {")
+for ci, (name, op, arrays, params, o) in enumerate(icases):
+    arrs = []
+    for k, x in enumerate(arrays + [o]):
+        x = np.asarray(x)
+        arrs.append("{%d, %d, %s, index_d%d_%d}" % (DT[str(x.dtype)], x.ndim, cints(x.shape), ci, k))
+    out.append('  {"%s", "%s", %d, {%s}, %d, %s, %s},' % (
+        name, op, len(arrays), ", ".join(arrs[:-1]), len(params), cints(params), arrs[-1]))
+out.append("};")
+with open("tests/data/index_cases.h", "w") as f:
+    f.write("\n".join(out) + "\n")
+print("wrote %d index cases" % len(icases))
