@@ -9,6 +9,7 @@
 static _Thread_local int eval_forbidden;
 
 void lc_eval_forbid(int delta) { eval_forbidden += delta; }
+int lc_eval_forbid_depth(void) { return eval_forbidden; }
 
 static int push(struct lc_tape *t, struct lc_node *n) {
   if (t->len == t->cap) {

@@ -26,5 +26,8 @@ int lc_eval(struct lc_node *const *outs, size_t nout);
 /* Hook for transforms: while > 0 on this thread, lc_eval refuses (tracing
  * placeholders have no data). */
 void lc_eval_forbid(int delta);
+/* This thread's current lc_eval_forbid count (compile lifts it briefly to
+ * evaluate input-independent constants of a nested trace). */
+int lc_eval_forbid_depth(void);
 
 #endif

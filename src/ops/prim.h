@@ -67,6 +67,13 @@ struct lc_prim {
               struct lc_node **out, int *out_axis);
   /* Writes a short description of params for graph dumps (optional). */
   int (*describe)(const struct lc_node *n, char *buf, size_t len);
+  /* Shapeless compile (optional; elementwise and broadcast need none): the
+   * output shape of a node of this op with these params on inputs `in`,
+   * written to shape[0..ndim) (ndim is the traced output's rank, which
+   * never changes). 0, or 1 without reporting when it cannot be inferred;
+   * compile then re-traces for the new input shapes. */
+  int (*output_shape)(const void *params, int nin, struct lc_node *const *in, int ndim,
+                      int *shape);
 };
 
 extern const struct lc_prim *const lc_prims[LC_OP_COUNT];

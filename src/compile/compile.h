@@ -1,0 +1,193 @@
+/* Internal interface of mlx_compile: the program a trace becomes, and the
+ * passes over it.
+ *
+ * A program (struct lc_cprog) is the immutable, thread-shareable result of
+ * tracing a function once: a list of instructions over numbered values.
+ *  - values [0, nin) are the function's inputs, [nin, nin + nconst) its
+ *    constants (evaluated nodes, read-only, owned by the program), the rest
+ *    are produced by instructions;
+ *  - instructions are in topological order (an instruction's arguments are
+ *    inputs, constants, or outputs of earlier instructions);
+ *  - every value has a traced dtype and shape.
+ * Passes (trace -> simplify -> fuse) build and rewrite a program while it is
+ * private to the tracing thread; once cached it is never written again.
+ * Replay instantiates a program as lazy nodes over real inputs. */
+#ifndef LC_COMPILE_H
+#define LC_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api/handles.h"
+#include "core/node.h"
+
+struct lc_cval {
+  mlx_dtype dtype;
+  int ndim;
+  int *shape; /* owned; NULL when ndim == 0 */
+  int prod;   /* producing instruction, -1 for inputs and constants */
+};
+
+struct lc_cinstr {
+  int op; /* enum lc_op */
+  int nin;
+  int *in; /* value ids, owned */
+  int nout;
+  int *out; /* value ids, owned */
+  void *params; /* owned copy, params_size bytes */
+  size_t params_size;
+};
+
+struct lc_cprog {
+  int nin, nconst, nval, ninstr, nout;
+  struct lc_node **consts; /* nconst evaluated nodes (owned references) */
+  struct lc_cval *vals;    /* nval */
+  struct lc_cinstr *instrs;
+  int *outs; /* nout value ids */
+  int cap_vals, cap_instrs;
+  /* Shapeless replay may recompute shapes (every instruction's shape can
+   * be inferred from its inputs', checked at the traced shapes). */
+  bool poly;
+};
+
+/* ---- program building (program.c) ---- */
+struct lc_cprog *lc_cprog_new(int nin);
+void lc_cprog_free(struct lc_cprog *p);
+/* A new value; returns its id or -1 after reporting. */
+int lc_cprog_add_val(struct lc_cprog *p, mlx_dtype dt, int ndim, const int *shape);
+/* Appends an instruction (copies in, out and params); its outputs must
+ * already exist. Returns its index or -1 after reporting. */
+int lc_cprog_add_instr(struct lc_cprog *p, int op, int nin, const int *in, int nout,
+                       const int *out, const void *params, size_t params_size);
+/* Re-sorts instructions topologically from the outputs, dropping the ones
+ * no output needs and renumbering values compactly (inputs and constants
+ * keep their ids; unused constants are dropped). 0, or 1 after reporting. */
+int lc_cprog_compact(struct lc_cprog *p);
+/* Checks the invariants above (used by tests through dumps and asserts). */
+bool lc_cprog_valid(const struct lc_cprog *p);
+
+/* ---- passes ---- */
+/* Traces closure c on placeholders of the given input dtypes/shapes.
+ * 0 and *out set, or 1 after reporting (nothing is left behind). */
+int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, const int *ndims,
+                     const int *const *shapes, struct lc_cprog **out);
+/* Common-subexpression elimination, equal scalar constants merged, dead
+ * instructions dropped. 0, or 1 after reporting. */
+int lc_compile_simplify(struct lc_cprog *p);
+/* Groups elementwise instructions of one shape into FUSED instructions.
+ * 0, or 1 after reporting. */
+int lc_compile_fuse(struct lc_cprog *p);
+/* Decides p->poly: whether shapeless replay can recompute every shape. */
+void lc_compile_check_poly(struct lc_cprog *p);
+
+/* Instantiates p over in[0..p->nin) (borrowed): outs[0..p->nout) become
+ * new references to lazy nodes. With `infer`, shapes are recomputed from
+ * the inputs' (shapeless); 1 without reporting means the inputs' shapes
+ * are outside what this program covers (the caller re-traces). 0, or 1
+ * (also after reporting real failures: *reported set). */
+int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool infer,
+                      struct lc_node **outs, bool *reported);
+
+/* ---- fused kernels (kernel.c) ---- */
+/* Max arguments of one instruction inside a fused region. */
+#define LC_FUSED_MAXARG 4
+
+/* Layout of a FUSED node's params (plain data; all offsets in bytes from
+ * the start of the header, 16-byte aligned sections):
+ *   header | shape[ndim] (int32) | inputs[nin] | instrs[ninstr] |
+ *   outs[nout] | nested params of the instructions.
+ * Argument encoding: a >= 0 is instruction a of the region; a < 0 is region
+ * input -a - 1. Region inputs are read through the numpy broadcast of their
+ * shape to the region shape. */
+struct lc_fused_hdr {
+  int32_t size; /* total bytes */
+  int32_t ndim, nin, ninstr, nout, nslot;
+  int32_t shape_off, in_off, instr_off, out_off;
+};
+struct lc_fused_in {
+  int32_t dtype;
+  int32_t plain; /* 1: has the region's shape in the trace (not broadcast) */
+};
+struct lc_fused_ins {
+  int32_t op, dtype, in_dt, nin; /* in_dt: dtype of the last argument */
+  int32_t arg[LC_FUSED_MAXARG];
+  int32_t slot; /* scratch tile, or -1 when written to output `out` */
+  int32_t out;  /* region output index, or -1 */
+  int32_t params_off, params_size;
+};
+struct lc_fused_out {
+  int32_t ins;   /* producing instruction */
+  int32_t dtype;
+};
+
+static inline const int32_t *lc_fused_shape(const struct lc_fused_hdr *h) {
+  return (const int32_t *)((const char *)h + h->shape_off);
+}
+static inline const struct lc_fused_in *lc_fused_ins_in(const struct lc_fused_hdr *h) {
+  return (const struct lc_fused_in *)((const char *)h + h->in_off);
+}
+static inline const struct lc_fused_ins *lc_fused_instrs(const struct lc_fused_hdr *h) {
+  return (const struct lc_fused_ins *)((const char *)h + h->instr_off);
+}
+static inline const struct lc_fused_out *lc_fused_outs(const struct lc_fused_hdr *h) {
+  return (const struct lc_fused_out *)((const char *)h + h->out_off);
+}
+
+/* Builds the FUSED node(s) for a region blob over region inputs `in` with
+ * the given region shape (written into a copy of the blob). outs[k] are new
+ * references (a single node, or tuple getters when nout > 1). 0, or 1
+ * after reporting. */
+int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
+                   struct lc_node *const *in, struct lc_node **outs);
+
+/* ---- dumps (dump.c) ---- */
+/* When LACE_DUMP_GRAPH is set: prints p as DOT (and fused kernels) to
+ * stderr under the given title. */
+void lc_compile_dump(const struct lc_cprog *p, const char *title);
+
+/* ---- cache (cache.c) ---- */
+struct lc_centry;
+struct lc_ckey {
+  int kind; /* 0: a compiled closure's private id; 1: mlx_detail_compile id */
+  uintptr_t id;
+  int nin;
+  const mlx_dtype *dtypes;
+  const int *ndims;
+  const int *const *shapes;
+  bool shapeless;
+  size_t nconst;
+  const uint64_t *consts;
+};
+/* Entries that may serve key (same dtypes and ranks; same shapes unless
+ * shapeless and the program is shape-polymorphic), most recently used
+ * first: up to max, each retained, into out. Returns how many. */
+int lc_cache_find(const struct lc_ckey *key, struct lc_centry **out, int max);
+/* Marks e most recently used. */
+void lc_cache_touch(struct lc_centry *e);
+/* Inserts a new entry holding prog (taken over, also on failure), keyed
+ * by key; returns it retained, or NULL after reporting. */
+struct lc_centry *lc_cache_insert(const struct lc_ckey *key, struct lc_cprog *prog);
+const struct lc_cprog *lc_centry_prog(const struct lc_centry *e);
+void lc_centry_release(struct lc_centry *e);
+/* The function's trace lock (recursive; serialises traces of one function
+ * so concurrent callers of a shared compiled closure trace it once). */
+int lc_cache_lock_fn(int kind, uintptr_t id, void **token);
+void lc_cache_unlock_fn(void *token);
+void lc_cache_erase(int kind, uintptr_t id);
+void lc_cache_clear(void);
+/* Number of entries (all functions, or kind/id when id != 0). */
+size_t lc_cache_count(int kind, uintptr_t id);
+
+/* ---- the compiled closure (compile.c) ---- */
+/* Mode: enum mlx_compile_mode, read atomically. */
+int lc_compile_mode(void);
+void lc_compile_set_mode(int mode);
+/* Builds the compiled closure for fun. kind/id as in lc_ckey (kind 0: the
+ * id is made private). NULL after reporting. */
+struct lc_closure *lc_compile_make(struct lc_closure *fun, int kind, uintptr_t id, bool shapeless,
+                                   const uint64_t *constants, size_t nconst);
+/* Statistics for tests: traces run on this thread. */
+long lc_compile_trace_count(void);
+
+#endif

@@ -1,0 +1,243 @@
+/* The CPU fused kernel: a tiled interpreter over a region's instructions.
+ *
+ * The region's flat index space (row-major over the region shape) is cut
+ * into tiles of LC_FUSED_TILE elements. For each tile, every instruction
+ * runs its primitive's ew kernel on tile-sized operands:
+ *  - region inputs are read in place when their broadcast strides make the
+ *    tile one strided run (contiguous, scalar broadcast, uniform stride),
+ *    else gathered into a scratch tile;
+ *  - values that escape the region are written straight into the output
+ *    buffers (and read back from there by later instructions);
+ *  - other values live in scratch tiles (cache resident, reused).
+ * Tiles are split over the thread pool for large regions; each chunk
+ * allocates its scratch once, so no full-size intermediate and no per-tile
+ * allocation exists. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/compile.h"
+#include "core/error.h"
+#include "core/iter.h"
+#include "core/parallel.h"
+#include "ops/prim.h"
+#include "ops/tuple.h"
+
+#define LC_FUSED_TILE 1024
+#define SLOT_BYTES 8 /* the widest element (float64, int64, complex64) */
+
+struct fin {
+  const char *base; /* element 0, offset applied */
+  size_t isz;
+  bool affine;
+  int64_t stride; /* affine: element i at base + i * stride */
+  int64_t *st;    /* ndim broadcast strides (gathered inputs) */
+  int gslot;      /* scratch tile of a gathered input */
+};
+
+struct fctx {
+  const struct lc_fused_hdr *h;
+  int ndim;
+  int shape[64];
+  int64_t size;
+  int nin, nout, nslots;
+  struct fin *in;
+  char *obase[64];
+  size_t osz[64];
+};
+
+/* Copies len elements starting at flat index t of input f into dst. */
+static void gather(const struct fctx *c, const struct fin *f, int64_t t, int64_t len, char *dst) {
+  int nd = c->ndim;
+  int64_t idx[64];
+  int64_t rem = t, off = 0;
+  for (int d = nd - 1; d >= 0; d--) {
+    idx[d] = rem % c->shape[d];
+    rem /= c->shape[d];
+    off += idx[d] * f->st[d];
+  }
+  size_t isz = f->isz;
+  int64_t s = f->st[nd - 1];
+  while (len > 0) {
+    int64_t run = c->shape[nd - 1] - idx[nd - 1];
+    if (run > len) run = len;
+    const char *src = f->base + off * (int64_t)isz;
+    switch (isz) {
+    case 1:
+      for (int64_t i = 0; i < run; i++) dst[i] = src[i * s];
+      break;
+    case 2:
+      for (int64_t i = 0; i < run; i++) memcpy(dst + 2 * i, src + 2 * i * s, 2);
+      break;
+    case 4:
+      for (int64_t i = 0; i < run; i++) memcpy(dst + 4 * i, src + 4 * i * s, 4);
+      break;
+    default:
+      for (int64_t i = 0; i < run; i++) memcpy(dst + 8 * i, src + 8 * i * s, 8);
+      break;
+    }
+    dst += run * (int64_t)isz;
+    len -= run;
+    off += (run - 1) * s; /* at the run's last element */
+    idx[nd - 1] += run - 1;
+    /* step the odometer by one */
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++idx[d] < c->shape[d]) {
+        off += f->st[d];
+        break;
+      }
+      off -= (idx[d] - 1) * f->st[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+static void run_chunk(void *arg, int64_t lo, int64_t hi) {
+  const struct fctx *c = arg;
+  const struct lc_fused_hdr *h = c->h;
+  const struct lc_fused_ins *ins = lc_fused_instrs(h);
+  int64_t T = hi - lo < LC_FUSED_TILE ? hi - lo : LC_FUSED_TILE;
+  size_t slot_bytes = (size_t)T * SLOT_BYTES;
+  char *scratch = c->nslots ? malloc(slot_bytes * (size_t)c->nslots) : NULL;
+  if (c->nslots && !scratch) return; /* reported by the caller's check below */
+  const void *vptr[h->ninstr > 0 ? h->ninstr : 1];
+  const void *iptr[c->nin > 0 ? c->nin : 1];
+  int64_t istr[c->nin > 0 ? c->nin : 1];
+  for (int64_t t = lo; t < hi; t += T) {
+    int64_t len = hi - t < T ? hi - t : T;
+    for (int k = 0; k < c->nin; k++) {
+      const struct fin *f = &c->in[k];
+      if (f->affine) {
+        iptr[k] = f->base + t * f->stride * (int64_t)f->isz;
+        istr[k] = f->stride;
+      } else {
+        char *dst = scratch + slot_bytes * (size_t)f->gslot;
+        gather(c, f, t, len, dst);
+        iptr[k] = dst;
+        istr[k] = 1;
+      }
+    }
+    for (int m = 0; m < h->ninstr; m++) {
+      const struct lc_fused_ins *x = &ins[m];
+      const void *a[LC_FUSED_MAXARG];
+      int64_t as[LC_FUSED_MAXARG];
+      for (int k = 0; k < x->nin; k++) {
+        int r = x->arg[k];
+        if (r < 0) {
+          a[k] = iptr[-r - 1];
+          as[k] = istr[-r - 1];
+        } else {
+          a[k] = vptr[r];
+          as[k] = 1;
+        }
+      }
+      void *out = x->out >= 0 ? c->obase[x->out] + t * (int64_t)c->osz[x->out]
+                              : scratch + slot_bytes * (size_t)x->slot;
+      const void *params = x->params_size ? (const char *)h + x->params_off : NULL;
+      lc_prims[x->op]->ew(len, out, (mlx_dtype)x->dtype, a, as, (mlx_dtype)x->in_dt, params);
+      vptr[m] = out;
+    }
+  }
+  free(scratch);
+}
+
+static int fused_eval(struct lc_node *n) {
+  const struct lc_fused_hdr *h = n->params;
+  struct fctx c = {.h = h, .ndim = h->ndim, .nin = n->nin, .nout = h->nout, .size = 1};
+  if (h->ndim > 64 || h->nout > 64) return lc_error("fused kernel: too many dimensions or outputs");
+  for (int d = 0; d < h->ndim; d++) {
+    c.shape[d] = lc_fused_shape(h)[d];
+    c.size *= c.shape[d];
+  }
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  /* outputs */
+  if (lc_node_alloc_data(n)) return 1;
+  if (h->nout == 1) {
+    c.obase[0] = n->buf->data;
+    c.osz[0] = lc_dtype_size(n->dtype);
+  } else {
+    int64_t nbytes[64], offs[64];
+    for (int k = 0; k < h->nout; k++) {
+      c.osz[k] = lc_dtype_size((mlx_dtype)fo[k].dtype);
+      nbytes[k] = c.size * (int64_t)c.osz[k];
+    }
+    lc_tuple_layout(h->nout, nbytes, offs);
+    for (int k = 0; k < h->nout; k++) c.obase[k] = (char *)n->buf->data + offs[k];
+  }
+  (void)fi;
+  if (c.size == 0) return 0;
+  /* inputs */
+  struct fin fins[c.nin > 0 ? c.nin : 1];
+  int64_t stmem[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
+  int64_t rs[c.ndim > 0 ? c.ndim : 1];
+  lc_shape_strides(c.ndim, c.shape, rs);
+  c.nslots = h->nslot;
+  for (int k = 0; k < c.nin; k++) {
+    const struct lc_node *x = n->in[k];
+    struct fin *f = &fins[k];
+    f->isz = lc_dtype_size(x->dtype);
+    f->base = (const char *)lc_node_data(x);
+    f->st = stmem + (size_t)k * (size_t)(c.ndim > 0 ? c.ndim : 1);
+    int lead = c.ndim - x->ndim;
+    for (int d = 0; d < c.ndim; d++)
+      f->st[d] = (d < lead || x->shape[d - lead] == 1) ? 0 : x->strides[d - lead];
+    int last = -1;
+    for (int d = 0; d < c.ndim; d++)
+      if (c.shape[d] > 1) last = d;
+    f->stride = last >= 0 ? f->st[last] : 0;
+    f->affine = true;
+    for (int d = 0; d < c.ndim; d++)
+      if (c.shape[d] > 1 && f->st[d] != f->stride * rs[d]) f->affine = false;
+    f->gslot = f->affine ? -1 : c.nslots++;
+  }
+  c.in = fins;
+  int64_t probe_t = c.size < LC_FUSED_TILE ? c.size : LC_FUSED_TILE;
+  if (c.nslots) { /* fail cleanly (reported) if scratch cannot be had */
+    void *probe = malloc((size_t)probe_t * SLOT_BYTES * (size_t)c.nslots);
+    if (!probe) return lc_error("out of memory");
+    free(probe);
+  }
+  lc_parallel_for(c.size, LC_PARALLEL_MIN, run_chunk, &c);
+  return 0;
+}
+
+static int fused_describe(const struct lc_node *n, char *buf, size_t len) {
+  const struct lc_fused_hdr *h = n->params;
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  int p = snprintf(buf, len, "%d ops:", h->ninstr);
+  for (int m = 0; m < h->ninstr && p > 0 && (size_t)p < len; m++)
+    p += snprintf(buf + p, len - (size_t)p, " %s", lc_prims[fi[m].op]->name);
+  return 0;
+}
+
+const struct lc_prim lc_prim_fused = {
+    .name = "fused", .eval_cpu = fused_eval, .describe = fused_describe};
+
+int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
+                   struct lc_node *const *in, struct lc_node **outs) {
+  if (ndim != blob->ndim) return lc_error("internal: fused region rank changed");
+  struct lc_fused_hdr *h = malloc((size_t)blob->size);
+  if (!h) return lc_error("out of memory");
+  memcpy(h, blob, (size_t)blob->size);
+  int32_t *sh = (int32_t *)((char *)h + h->shape_off);
+  for (int d = 0; d < ndim; d++) sh[d] = shape[d];
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  int rc = 0;
+  if (h->nout == 1) {
+    outs[0] = lc_node_new_op(LC_OP_FUSED, (mlx_dtype)fo[0].dtype, ndim, shape, h->nin, in, h,
+                             (size_t)h->size);
+    rc = outs[0] == NULL;
+  } else {
+    mlx_dtype dts[h->nout];
+    int nds[h->nout];
+    const int *shs[h->nout];
+    for (int k = 0; k < h->nout; k++) {
+      dts[k] = (mlx_dtype)fo[k].dtype;
+      nds[k] = ndim;
+      shs[k] = shape;
+    }
+    rc = lc_tuple_new(LC_OP_FUSED, h->nin, in, h, (size_t)h->size, h->nout, dts, nds, shs, outs);
+  }
+  free(h);
+  return rc;
+}

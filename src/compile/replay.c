@@ -1,0 +1,254 @@
+/* Replay: a cached program instantiated over real inputs as lazy nodes.
+ *
+ * Exact replay reuses every traced shape. Shapeless replay (infer) computes
+ * shapes from the inputs' instead, with numpy broadcasting as the one rule:
+ *  - a BROADCAST instruction is not built where it is traced; its value
+ *    stands for its source (the root of a chain of broadcasts);
+ *  - an elementwise or FUSED instruction's shape is the broadcast of its
+ *    arguments' (sources') shapes; arguments that were not broadcast in the
+ *    trace ("plain") must already have that shape, broadcast ones are
+ *    broadcast to it;
+ *  - other primitives need their output_shape slot.
+ * Anything outside these rules (a plain argument of another shape, a rank
+ * change, a primitive without output_shape) makes replay decline without
+ * reporting, and the caller traces the function again for these shapes, so
+ * shapeless compile never silently computes a different graph. The rule
+ * matches the function whenever its shapes come from implicit broadcasting;
+ * functions whose graph depends on input shapes in other ways (explicit
+ * broadcast_to a shape read from an input) are outside shapeless compile's
+ * contract, as in MLX. lc_compile_check_poly verifies at trace time that
+ * the rule reproduces every traced shape, else the program is exact-only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/compile.h"
+#include "core/error.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+
+struct rstate {
+  const struct lc_cprog *p;
+  struct lc_node **v; /* one owned reference per value (NULL: not built) */
+  char *virt;         /* shapeless: value is a broadcast standing for v[] */
+  bool infer, reported;
+};
+
+/* Broadcasts shape (na, a) into (nd, sh); false when incompatible or when
+ * the rank would exceed cap. */
+static bool bcast_into(int *nd, int *sh, int cap, int na, const int *a) {
+  if (na > cap) return false;
+  if (na > *nd) {
+    int shift = na - *nd;
+    memmove(sh + shift, sh, sizeof(int) * (size_t)*nd);
+    for (int i = 0; i < shift; i++) sh[i] = 1;
+    *nd = na;
+  }
+  for (int i = 0; i < na; i++) {
+    int *d = &sh[*nd - na + i];
+    int x = a[i];
+    if (*d == x || x == 1) continue;
+    if (*d != 1) return false;
+    *d = x;
+  }
+  return true;
+}
+
+/* Node for value id as an argument of a consumer of shape (nd, sh); NULL
+ * when nd < 0 (materialise a virtual broadcast with its traced shape). */
+static struct lc_node *arg_node(struct rstate *s, int id, int nd, const int *sh) {
+  struct lc_node *n = s->v[id];
+  if (!s->virt || !s->virt[id]) return lc_node_retain(n);
+  const struct lc_cval *tv = &s->p->vals[id];
+  if (nd < 0) return lc_broadcast_to(n, tv->ndim, tv->shape);
+  return lc_broadcast_to(n, nd, sh);
+}
+
+static int decline(struct rstate *s) {
+  (void)s;
+  return 1;
+}
+
+static int fail(struct rstate *s) {
+  s->reported = true;
+  return 1;
+}
+
+/* Shapeless shape of an elementwise-like instruction over args; plain[k]
+ * says whether arg k must already have the result's shape. */
+static int infer_ew(struct rstate *s, const struct lc_cinstr *ins, const char *plainv, int ndim,
+                    int *nd, int *sh) {
+  *nd = 0;
+  for (int k = 0; k < ins->nin; k++) {
+    struct lc_node *a = s->v[ins->in[k]];
+    if (!bcast_into(nd, sh, ndim, a->ndim, a->shape)) return decline(s);
+  }
+  if (*nd != ndim) return decline(s);
+  for (int k = 0; k < ins->nin; k++) {
+    int id = ins->in[k];
+    bool plain = plainv ? plainv[k] != 0 : !(s->virt[id]);
+    struct lc_node *a = s->v[id];
+    if (plain && !lc_shape_equal(a->ndim, a->shape, *nd, sh)) return decline(s);
+  }
+  return 0;
+}
+
+static int run_instr(struct rstate *s, int i) {
+  const struct lc_cprog *p = s->p;
+  const struct lc_cinstr *ins = &p->instrs[i];
+  const struct lc_prim *prim = lc_prims[ins->op];
+  const struct lc_cval *ov = &p->vals[ins->out[0]];
+  int ndim = ov->ndim;
+  int shbuf[ndim > 0 ? ndim : 1];
+  const int *shape = ov->shape;
+  int nd = ndim;
+  struct lc_node *args[ins->nin > 0 ? ins->nin : 1];
+  int nargs = 0, rc = 1;
+
+  if (s->infer && ins->op == LC_OP_BROADCAST) {
+    int src = ins->in[0];
+    s->v[ins->out[0]] = lc_node_retain(s->v[src]); /* the root, chains compose */
+    s->virt[ins->out[0]] = 1;
+    return 0;
+  }
+  if (ins->op == LC_OP_FUSED) {
+    const struct lc_fused_hdr *h = ins->params;
+    if (s->infer) {
+      char plain[ins->nin > 0 ? ins->nin : 1];
+      const struct lc_fused_in *fi = lc_fused_ins_in(h);
+      for (int k = 0; k < ins->nin; k++) plain[k] = (char)fi[k].plain;
+      if (infer_ew(s, ins, plain, h->ndim, &nd, shbuf)) return 1;
+      shape = shbuf;
+    } else {
+      nd = h->ndim;
+      for (int d = 0; d < nd; d++) shbuf[d] = lc_fused_shape(h)[d];
+      shape = shbuf;
+    }
+    for (; nargs < ins->nin; nargs++) {
+      args[nargs] = arg_node(s, ins->in[nargs], nd, shape);
+      if (!args[nargs]) goto out_fail;
+    }
+    struct lc_node *outs[ins->nout];
+    if (lc_fused_build(h, nd, shape, args, outs)) goto out_fail;
+    for (int k = 0; k < ins->nout; k++) s->v[ins->out[k]] = outs[k];
+    rc = 0;
+    goto out;
+  }
+  if (ins->nout != 1) {
+    rc = lc_error("internal: compile replay of a %d-output instruction", ins->nout);
+    s->reported = true;
+    return rc;
+  }
+  if (s->infer) {
+    if (prim->flags & LC_PF_ELEMWISE) {
+      if (infer_ew(s, ins, NULL, ndim, &nd, shbuf)) return 1;
+    } else {
+      bool virt_arg = false;
+      for (int k = 0; k < ins->nin; k++) virt_arg |= s->virt[ins->in[k]] != 0;
+      if (virt_arg || !prim->output_shape) return decline(s);
+      struct lc_node *in[ins->nin > 0 ? ins->nin : 1];
+      for (int k = 0; k < ins->nin; k++) in[k] = s->v[ins->in[k]];
+      if (prim->output_shape(ins->params, ins->nin, in, ndim, shbuf)) return decline(s);
+    }
+    shape = shbuf;
+  }
+  for (; nargs < ins->nin; nargs++) {
+    args[nargs] = s->infer ? arg_node(s, ins->in[nargs], nd, shape)
+                           : lc_node_retain(s->v[ins->in[nargs]]);
+    if (!args[nargs]) goto out_fail;
+  }
+  s->v[ins->out[0]] = lc_node_new_op(ins->op, ov->dtype, nd, shape, ins->nin, args, ins->params,
+                                     ins->params_size);
+  if (!s->v[ins->out[0]]) goto out_fail;
+  rc = 0;
+  goto out;
+out_fail:
+  rc = fail(s);
+out:
+  for (int k = 0; k < nargs; k++) lc_node_release(args[k]);
+  return rc;
+}
+
+static void free_state(struct rstate *s) {
+  if (s->v)
+    for (int v = 0; v < s->p->nval; v++) lc_node_release(s->v[v]);
+  free(s->v);
+  free(s->virt);
+}
+
+/* Runs every instruction; on success s->v holds every value. */
+static int run_all(struct rstate *s, struct lc_node *const *in) {
+  const struct lc_cprog *p = s->p;
+  s->v = calloc((size_t)p->nval + 1, sizeof *s->v);
+  if (s->infer) s->virt = calloc((size_t)p->nval + 1, 1);
+  if (!s->v || (s->infer && !s->virt)) {
+    lc_error("out of memory");
+    return fail(s);
+  }
+  for (int i = 0; i < p->nin; i++) s->v[i] = lc_node_retain(in[i]);
+  for (int c = 0; c < p->nconst; c++) s->v[p->nin + c] = lc_node_retain(p->consts[c]);
+  for (int i = 0; i < p->ninstr; i++)
+    if (run_instr(s, i)) return 1;
+  return 0;
+}
+
+int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool infer,
+                      struct lc_node **outs, bool *reported) {
+  struct rstate s = {.p = p, .infer = infer};
+  int rc = run_all(&s, in);
+  int o = 0;
+  for (; !rc && o < p->nout; o++) {
+    outs[o] = infer ? arg_node(&s, p->outs[o], -1, NULL) : lc_node_retain(s.v[p->outs[o]]);
+    if (!outs[o]) rc = fail(&s);
+  }
+  if (rc)
+    while (o-- > 0) lc_node_release(outs[o]);
+  *reported = s.reported;
+  free_state(&s);
+  return rc;
+}
+
+/* ---- shape polymorphism check ---- */
+
+void lc_compile_check_poly(struct lc_cprog *p) {
+  p->poly = false;
+  /* Broadcast values may only feed elementwise or broadcast instructions. */
+  for (int o = 0; o < p->nout; o++) {
+    int pr = p->vals[p->outs[o]].prod;
+    if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST) return;
+  }
+  for (int i = 0; i < p->ninstr; i++) {
+    const struct lc_cinstr *ins = &p->instrs[i];
+    unsigned fl = lc_prims[ins->op]->flags;
+    if (fl & LC_PF_ELEMWISE || ins->op == LC_OP_BROADCAST || ins->op == LC_OP_FUSED) continue;
+    for (int k = 0; k < ins->nin; k++) {
+      int pr = p->vals[ins->in[k]].prod;
+      if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST) return;
+    }
+    if (!lc_prims[ins->op]->output_shape) return;
+  }
+  /* Replaying with the traced input shapes must give every traced shape. */
+  struct lc_node **ph = calloc((size_t)p->nin + 1, sizeof *ph);
+  if (!ph) return;
+  bool ok = true;
+  for (int i = 0; i < p->nin && ok; i++) {
+    const struct lc_cval *v = &p->vals[i];
+    ph[i] = lc_node_new_op(LC_OP_PLACEHOLDER, v->dtype, v->ndim, v->shape, 0, NULL, &i, sizeof i);
+    ok = ph[i] != NULL;
+  }
+  if (ok) {
+    struct rstate s = {.p = p, .infer = true};
+    lc_error_mute(1);
+    ok = run_all(&s, ph) == 0;
+    lc_error_mute(-1);
+    for (int v = 0; ok && v < p->nval; v++) {
+      if (s.virt[v]) continue;
+      const struct lc_cval *tv = &p->vals[v];
+      const struct lc_node *n = s.v[v];
+      ok = lc_shape_equal(n->ndim, n->shape, tv->ndim, tv->shape);
+    }
+    free_state(&s);
+  }
+  for (int i = 0; i < p->nin; i++) lc_node_release(ph[i]);
+  free(ph);
+  p->poly = ok;
+}
