@@ -40,6 +40,13 @@ static int bcast_root(const struct lc_cprog *p, int v, bool *through) {
   }
 }
 
+static bool has(const uint64_t *bits, size_t words, int row, int b) {
+  return bits[(size_t)row * words + (size_t)b / 64] >> (b % 64) & 1;
+}
+static void set(uint64_t *bits, size_t words, int row, int b) {
+  bits[(size_t)row * words + (size_t)b / 64] |= 1ull << (b % 64);
+}
+
 static size_t align16(size_t x) { return (x + 15) & ~(size_t)15; }
 
 /* Region under construction. */
@@ -199,12 +206,13 @@ int lc_compile_fuse(struct lc_cprog *p) {
   int rc = 1;
   uint64_t *deps = calloc((size_t)nv * words, sizeof(uint64_t));
   uint64_t *tmp = malloc(sizeof(uint64_t) * words);
+  uint64_t *rdep = calloc((size_t)nf * words, sizeof(uint64_t));
   int *region_of = malloc(sizeof(int) * ((size_t)ni + 1));
   int *count = calloc((size_t)nf + 1, sizeof(int));
   char *escapes = calloc((size_t)ni + 1, 1);
   struct region *regs = calloc((size_t)nf + 1, sizeof *regs);
   int *memb = malloc(sizeof(int) * ((size_t)ni + 1));
-  if (!deps || !tmp || !region_of || !count || !escapes || !regs || !memb) {
+  if (!deps || !tmp || !rdep || !region_of || !count || !escapes || !regs || !memb) {
     lc_error("out of memory");
     goto done;
   }
@@ -212,27 +220,64 @@ int lc_compile_fuse(struct lc_cprog *p) {
   for (int i = 0; i < ni; i++) {
     const struct lc_cinstr *ins = &p->instrs[i];
     region_of[i] = -1;
+    if (fusable(p, ins)) {
+      /* Join the first argument region that no other argument depends on
+       * through an outside path... */
+      int r = -1;
+      for (int k = 0; k < ins->nin && r < 0; k++) {
+        int pr = p->vals[ins->in[k]].prod;
+        if (pr < 0 || region_of[pr] < 0) continue;
+        int c = region_of[pr];
+        bool ok = true;
+        for (int q = 0; q < ins->nin && ok; q++) {
+          int pq = p->vals[ins->in[q]].prod;
+          if (pq >= 0 && region_of[pq] == c) continue;
+          ok = !has(deps, words, ins->in[q], c);
+        }
+        if (ok) r = c;
+      }
+      if (r < 0) {
+        r = nreg++;
+      } else {
+        /* ...then merge the other argument regions that are mergeable:
+         * no outside path between them and r either way, and no other
+         * argument depending on them. */
+        for (int k = 0; k < ins->nin; k++) {
+          int pr = p->vals[ins->in[k]].prod;
+          if (pr < 0 || region_of[pr] < 0 || region_of[pr] == r) continue;
+          int c = region_of[pr];
+          bool ok = !has(rdep, words, c, r) && !has(rdep, words, r, c);
+          for (int q = 0; q < ins->nin && ok; q++) {
+            int pq = p->vals[ins->in[q]].prod;
+            if (pq >= 0 && (region_of[pq] == c || region_of[pq] == r)) continue;
+            ok = !has(deps, words, ins->in[q], c);
+          }
+          if (!ok) continue;
+          for (int j = 0; j < i; j++)
+            if (region_of[j] == c) region_of[j] = r;
+          count[r] += count[c];
+          count[c] = 0;
+          for (int w = 0; w < (int)words; w++) rdep[(size_t)r * words + w] |= rdep[(size_t)c * words + w];
+          for (int v = 0; v < nv; v++)
+            if (has(deps, words, v, c)) set(deps, words, v, r);
+          for (int q = 0; q < nreg; q++)
+            if (has(rdep, words, q, c)) set(rdep, words, q, r);
+        }
+      }
+      region_of[i] = r;
+      count[r]++;
+      for (int k = 0; k < ins->nin; k++) {
+        int pr = p->vals[ins->in[k]].prod;
+        if (pr >= 0 && region_of[pr] == r) continue;
+        for (size_t w = 0; w < words; w++)
+          rdep[(size_t)r * words + w] |= deps[(size_t)ins->in[k] * words + w];
+      }
+    }
     memset(tmp, 0, sizeof(uint64_t) * words);
     for (int k = 0; k < ins->nin; k++) {
       int v = ins->in[k], pr = p->vals[v].prod;
       for (size_t w = 0; w < words; w++) tmp[w] |= deps[(size_t)v * words + w];
       if (pr >= 0 && region_of[pr] >= 0) tmp[region_of[pr] / 64] |= 1ull << (region_of[pr] % 64);
-    }
-    if (fusable(p, ins)) {
-      for (int k = 0; k < ins->nin && region_of[i] < 0; k++) {
-        int pr = p->vals[ins->in[k]].prod;
-        if (pr < 0 || region_of[pr] < 0) continue;
-        int r = region_of[pr];
-        bool ok = true;
-        for (int q = 0; q < ins->nin && ok; q++) {
-          int pq = p->vals[ins->in[q]].prod;
-          if (pq >= 0 && region_of[pq] == r) continue;
-          ok = !(deps[(size_t)ins->in[q] * words + r / 64] >> (r % 64) & 1);
-        }
-        if (ok) region_of[i] = r;
-      }
-      if (region_of[i] < 0) region_of[i] = nreg++;
-      count[region_of[i]]++;
     }
     for (int k = 0; k < ins->nout; k++)
       memcpy(&deps[(size_t)ins->out[k] * words], tmp, sizeof(uint64_t) * words);
@@ -269,6 +314,7 @@ int lc_compile_fuse(struct lc_cprog *p) {
 done:
   free(deps);
   free(tmp);
+  free(rdep);
   free(region_of);
   free(count);
   free(escapes);

@@ -9,6 +9,7 @@
  * programs never hold lazy graphs and can be shared across threads.
  * Placeholders of an enclosing trace (a closure capturing an array of the
  * outer function being traced) cannot be constants: that is an error. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -208,7 +209,9 @@ int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, con
   int crc = lc_closure_call_nodes(c, ph, (size_t)nin, &outs, &nout);
   lc_eval_forbid(-1);
   if (crc) {
-    lc_error("compile: the function failed while being traced: %s", lc_last_error());
+    char why[512];
+    snprintf(why, sizeof why, "%s", lc_last_error());
+    lc_error("compile: the function failed while being traced: %s", why);
     outs = NULL;
     nout = 0;
     goto done;
