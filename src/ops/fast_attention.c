@@ -77,8 +77,18 @@ static double lowest_of(mlx_dtype t) {
       for (int d = 0; d < D; d++) qb[d] = (C)j->scale * (C)lc_ld_##DT(qp[d * qs[3]]);     \
       const S *kbase = (const S *)j->kd + b * ks[0] + hk * ks[1];                         \
       const S *vbase = (const S *)j->vd + b * vs[0] + hk * vs[1];                         \
+      /* causal: keys past i + kL - qL score lowest, so exp() gives exactly 0 for  \
+       * them unless the whole row is masked; skip them in that case. */              \
+      int kend = kL, all_masked = 0;                                                      \
+      if (j->causal) {                                                                    \
+        int lim = i + kL - qL;                                                            \
+        if (lim < 0)                                                                      \
+          all_masked = 1;                                                                 \
+        else if (lim + 1 < kL)                                                            \
+          kend = lim + 1;                                                                 \
+      }                                                                                   \
       C mx = -(C)INFINITY;                                                                \
-      for (int t = 0; t < kL; t++) {                                                      \
+      for (int t = 0; t < kend; t++) {                                                    \
         const C *kr = load_##DT(kbase + t * ks[2], ks[3], D, tmp);                        \
         C p[4] = {0, 0, 0, 0};                                                            \
         int d = 0;                                                                        \
@@ -86,7 +96,7 @@ static double lowest_of(mlx_dtype t) {
           for (int u = 0; u < 4; u++) p[u] += qb[d + u] * kr[d + u];                      \
         for (; d < D; d++) p[0] += qb[d] * kr[d];                                         \
         C s = (p[0] + p[1]) + (p[2] + p[3]);                                              \
-        if (j->causal && t > i + kL - qL) s = (C)j->lowest;                               \
+        if (all_masked) s = (C)j->lowest;                                                 \
         if (j->mask) {                                                                    \
           const int64_t *ms = j->mask->strides;                                           \
           int64_t mo = b * ms[0] + h * ms[1] + i * ms[2] + t * ms[3];                     \
@@ -106,7 +116,7 @@ static double lowest_of(mlx_dtype t) {
       }                                                                                   \
       C den = j->sinks ? (C)exp(sink - mx) : 0;                                           \
       for (int d = 0; d < Dv; d++) acc[d] = 0;                                            \
-      for (int t = 0; t < kL; t++) {                                                      \
+      for (int t = 0; t < kend; t++) {                                                    \
         C w = (C)exp(sc[t] - mx);                                                         \
         den += w;                                                                         \
         const C *vr = load_##DT(vbase + t * vs[2], vs[3], Dv, tmp);                       \
