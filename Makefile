@@ -4,7 +4,17 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 PYTHON ?= python3
 
-.PHONY: all deps build demo test test-plain test-asan test-tsan bench install clean
+# Debian 12's OpenBLAS (0.3.21) does not recognise recent Xeons (Sapphire and
+# Emerald Rapids) and falls back to its slowest kernels (Prescott, about 3.5x
+# slower sgemm here). On CPUs with AVX-512 ask for the SkylakeX kernels,
+# unless OPENBLAS_CORETYPE is already set. See BENCHMARKS.md.
+ifeq ($(origin OPENBLAS_CORETYPE),undefined)
+  ifneq ($(shell grep -m1 -ow avx512f /proc/cpuinfo 2>/dev/null),)
+    export OPENBLAS_CORETYPE := SkylakeX
+  endif
+endif
+
+.PHONY: all deps build demo test test-plain test-asan test-tsan bench install api-status clean
 
 all: build
 
@@ -47,6 +57,16 @@ bench: build
 	@set -e; for b in build/bench/bench_*; do \
 	  if [ -x "$$b" ] && [ -f "$$b" ]; then "$$b" | tee "$$b.txt"; fi; done
 	$(PYTHON) bench/compare_numpy.py build/bench/bench_ops.txt
+
+# mlx-c functions lace implements, per header; the missing ones are listed in
+# build/missing_api.txt (they link, and fail with "not implemented in lace").
+api-status: build
+	@find build/CMakeFiles/lace_objects.dir -name '*.o' | \
+	  xargs $(PYTHON) tools/gen_stubs.py /dev/null --list > build/missing_api.txt
+	@awk -F'\t' 'NR == FNR { miss[$$1] = 1; next } FNR > 1 { tot[$$1]++; if (!($$2 in miss)) ok[$$1]++ } \
+	  END { for (h in tot) { printf "%-20s %4d of %4d\n", h, ok[h], tot[h]; a += ok[h]; t += tot[h] } \
+	        printf "%-20s %4d of %4d\n", "(all)", a, t }' build/missing_api.txt tools/mlxc_api.tsv | sort
+	@echo "missing functions: build/missing_api.txt"
 
 install: build
 	cmake --install build $(if $(PREFIX),--prefix $(PREFIX),)
