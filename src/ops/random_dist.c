@@ -1,0 +1,282 @@
+/* Distribution kernels: MLX's sampling formulas applied to threefry bits,
+ * each intermediate rounded to the type MLX computes it in (so results are
+ * MLX's bit for bit where MLX uses libm or exact arithmetic). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/half.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/random_internal.h"
+
+/* x rounded to dtype t (float types). */
+static double rt(mlx_dtype t, double x) {
+  switch (t) {
+  case MLX_FLOAT32: return (float)x;
+  case MLX_FLOAT16: return lc_f16_to_f32(lc_f32_to_f16((float)x));
+  case MLX_BFLOAT16: return lc_bf16_to_f32(lc_f32_to_bf16((float)x));
+  default: return x;
+  }
+}
+
+/* The largest value below 1 in t, as MLX's uniform clamps to. */
+static float below_one(mlx_dtype t) {
+  switch (t) {
+  case MLX_FLOAT16: return lc_f16_to_f32(0x3bff);
+  case MLX_BFLOAT16: return lc_bf16_to_f32(0x3f7f);
+  default: return nextafterf(1.0f, 0.0f);
+  }
+}
+
+/* bits / 2^32 in float32, clamped below 1 (MLX: divide by float(UINT32_MAX),
+ * which rounds to 2^32, then minimum with the upper bound). */
+static float unit(uint32_t b, float upper) {
+  float u = (float)b / 4294967296.0f;
+  return u < upper ? u : upper;
+}
+
+/* MLX's uniform in dtype t from one draw. */
+static double uniform_t(mlx_dtype t, uint32_t b, double lo, double hi) {
+  double u = rt(t, unit(b, below_one(t)));
+  double range = rt(t, hi - lo);
+  return rt(t, rt(t, range * u) + lo);
+}
+
+/* Single-precision inverse error function (M. Giles' polynomials, the form
+ * MLX's CPU backend evaluates, with fused multiply-adds). */
+static float erfinv_f32(float a) {
+  float t = logf(fmaf(a, 0.0f - a, 1.0f)), p;
+  if (fabsf(t) > 6.125f) {
+    p = 3.03697567e-10f;
+    p = fmaf(p, t, 2.93243101e-8f);
+    p = fmaf(p, t, 1.22150334e-6f);
+    p = fmaf(p, t, 2.84108955e-5f);
+    p = fmaf(p, t, 3.93552968e-4f);
+    p = fmaf(p, t, 3.02698812e-3f);
+    p = fmaf(p, t, 4.83185798e-3f);
+    p = fmaf(p, t, -2.64646143e-1f);
+    p = fmaf(p, t, 8.40016484e-1f);
+  } else {
+    p = 5.43877832e-9f;
+    p = fmaf(p, t, 1.43285448e-7f);
+    p = fmaf(p, t, 1.22774793e-6f);
+    p = fmaf(p, t, 1.12963626e-7f);
+    p = fmaf(p, t, -5.61530760e-5f);
+    p = fmaf(p, t, -1.47697632e-4f);
+    p = fmaf(p, t, 2.31468678e-3f);
+    p = fmaf(p, t, 1.15392581e-2f);
+    p = fmaf(p, t, -2.32015476e-1f);
+    p = fmaf(p, t, 8.86226892e-1f);
+  }
+  return a * p;
+}
+
+/* Single-precision erf (Abramowitz-Stegun 7.1.26 form, as MLX's CPU erf;
+ * MLX's own exp approximation is replaced by expf here). */
+static float erf_f32(float x) {
+  float v = fabsf(x);
+  float t = 1.0f / fmaf(0.3275911f, v, 1.0f);
+  float r = fmaf(1.061405429f, t, -1.453152027f);
+  r = fmaf(r, t, 1.421413741f);
+  r = fmaf(r, t, -0.284496736f);
+  r = fmaf(r, t, 0.254829592f);
+  float e = -expf(-x * x);
+  float res = fmaf(e * t, r, 1.0f);
+  return x > 0 ? res : -res;
+}
+
+/* MLX's normal and laplace start from uniform float32 on
+ * [nextafter(-1, 0), 1). */
+static float symmetric_unit(uint32_t b) {
+  float lo = nextafterf(-1.0f, 0.0f), range = 1.0f - lo;
+  float u = range * unit(b, below_one(MLX_FLOAT32));
+  return u + lo;
+}
+
+#define LD(k, i) lc_dtype_load((const char *)in[k] + (i) * is[k] * isz[k], dt[k])
+
+static void dist_kernel(int64_t n, void *out, mlx_dtype ot, const void *const *in,
+                        const int64_t *is, mlx_dtype in_dt, const void *params) {
+  (void)in_dt;
+  const struct lc_dist_params *p = params;
+  const uint32_t *bits = in[0];
+  size_t osz = lc_dtype_size(ot);
+  mlx_dtype dt[5] = {MLX_UINT32, ot, ot, MLX_FLOAT64, MLX_FLOAT64};
+  if (p->kind == LC_DIST_RANDINT) dt[1] = dt[2] = MLX_FLOAT32;
+  if (p->kind == LC_DIST_BERNOULLI) dt[1] = p->p_f64 ? MLX_FLOAT64 : MLX_FLOAT32;
+  size_t isz[5];
+  for (int k = 0; k < 5; k++) isz[k] = lc_dtype_size(dt[k]);
+  const double sqrt2 = sqrt(2.0);
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t b = bits[i * is[0]];
+    double v = 0;
+    switch (p->kind) {
+    case LC_DIST_UNIFORM: v = uniform_t(ot, b, LD(1, i), LD(2, i)); break;
+    case LC_DIST_NORMAL: {
+      double e = rt(ot, erfinv_f32(symmetric_unit(b)));
+      double s = rt(ot, sqrt2);
+      if (p->has_scale) s = rt(ot, s * LD(1, i));
+      v = rt(ot, s * e);
+      if (p->has_loc) v = rt(ot, LD(2, i) + v);
+      break;
+    }
+    case LC_DIST_LAPLACE: {
+      float u = symmetric_unit(b);
+      double sg = u > 0 ? 1.0 : (u < 0 ? -1.0 : 0.0);
+      if (ot == MLX_FLOAT64)
+        v = sg * log1p(-1.0 * fabs((double)u));
+      else
+        v = (float)(sg * log1pf(-1.0f * fabsf(u)));
+      v = rt(ot, v);
+      if (p->scale != 1.0f) v = rt(ot, rt(ot, p->scale) * v);
+      if (p->loc != 0.0f) v = rt(ot, rt(ot, p->loc) + v);
+      break;
+    }
+    case LC_DIST_GUMBEL: {
+      double u = rt(ot, unit(b, below_one(ot)));
+      double l1 = rt(ot, logf((float)u));
+      double l2 = rt(ot, logf((float)-l1));
+      v = -l2;
+      break;
+    }
+    case LC_DIST_TRUNC: {
+      double lower = LD(1, i), upper = LD(2, i), s = rt(ot, sqrt2);
+      double a = rt(ot, erf_f32((float)rt(ot, lower / s)));
+      double c = rt(ot, erf_f32((float)rt(ot, upper / s)));
+      double u = uniform_t(ot, b, a, c);
+      v = rt(ot, s * rt(ot, erfinv_f32((float)u)));
+      v = upper < v ? upper : v;
+      v = v > lower ? v : lower;
+      break;
+    }
+    case LC_DIST_BERNOULLI: {
+      const float upper = 4294967808.0f; /* nextafter(float(UINT32_MAX), +inf) */
+      double pr = LD(1, i);
+      if (dt[1] == MLX_FLOAT64)
+        v = (double)b < pr * (double)upper;
+      else
+        v = (float)b < (float)(pr * upper);
+      break;
+    }
+    case LC_DIST_RANDINT: {
+      float lo = (float)LD(1, i), hi = (float)LD(2, i), range = hi - lo;
+      float u = range * unit(b, below_one(MLX_FLOAT32));
+      u = u + lo;
+      double f = floorf(u), h = trunc(LD(4, i) - 1.0), l = trunc(LD(3, i));
+      v = f < h ? f : h;
+      v = v > l ? v : l;
+      break;
+    }
+    default: break;
+    }
+    lc_dtype_store((char *)out + i * (int64_t)osz, ot, v);
+  }
+}
+
+const struct lc_prim lc_prim_random_dist = {
+    .name = "random_dist", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = dist_kernel};
+
+/* ---- categorical: argmax over axis of gumbel noise + logits ---- */
+
+struct cat_params {
+  int axis; /* in the inputs' shape */
+};
+
+static int categorical_eval(struct lc_node *n) {
+  const struct cat_params *p = n->params;
+  const struct lc_node *g = n->in[0], *l = n->in[1];
+  if (lc_node_alloc_data(n)) return 1;
+  int64_t outer = 1, inner = 1, K = g->shape[p->axis];
+  for (int d = 0; d < p->axis; d++) outer *= g->shape[d];
+  for (int d = p->axis + 1; d < g->ndim; d++) inner *= g->shape[d];
+  size_t gsz = lc_dtype_size(g->dtype), lsz = lc_dtype_size(l->dtype);
+  char *gb = malloc((size_t)g->size * gsz + 1), *lb = malloc((size_t)l->size * lsz + 1);
+  if (!gb || !lb) {
+    free(gb);
+    free(lb);
+    return lc_error("categorical: out of memory");
+  }
+  lc_node_copy_out(g, gb);
+  lc_node_copy_out(l, lb);
+  uint32_t *o = n->buf->data;
+  bool f64 = l->dtype == MLX_FLOAT64;
+  for (int64_t a = 0; a < outer; a++)
+    for (int64_t j = 0; j < inner; j++) {
+      double best = 0;
+      uint32_t arg = 0;
+      for (int64_t k = 0; k < K; k++) {
+        int64_t idx = (a * K + k) * inner + j;
+        double gv = lc_dtype_load(gb + idx * (int64_t)gsz, g->dtype);
+        double lv = lc_dtype_load(lb + idx * (int64_t)lsz, l->dtype);
+        double s = f64 ? gv + lv : (float)(gv + lv);
+        if (k == 0 || s > best || (isnan(s) && !isnan(best))) {
+          best = s;
+          arg = (uint32_t)k;
+        }
+      }
+      o[a * inner + j] = arg;
+    }
+  free(gb);
+  free(lb);
+  return 0;
+}
+
+const struct lc_prim lc_prim_random_categorical = {.name = "random_categorical",
+                                                   .eval_cpu = categorical_eval};
+
+/* ---- argsort of 1-d uint32 bits (stable), the permutation ---- */
+
+struct key_idx {
+  uint32_t key, idx;
+};
+
+static int cmp_key_idx(const void *x, const void *y) {
+  const struct key_idx *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->idx < b->idx ? -1 : (a->idx > b->idx);
+}
+
+static int argsort_eval(struct lc_node *n) {
+  const struct lc_node *x = n->in[0];
+  if (lc_node_alloc_data(n)) return 1;
+  int64_t len = n->size;
+  struct key_idx *v = malloc(sizeof *v * (size_t)(len > 0 ? len : 1));
+  if (!v) return lc_error("permutation: out of memory");
+  const uint32_t *k = lc_node_data(x);
+  for (int64_t i = 0; i < len; i++) v[i] = (struct key_idx){k[i * x->strides[0]], (uint32_t)i};
+  qsort(v, (size_t)len, sizeof *v, cmp_key_idx);
+  uint32_t *o = n->buf->data;
+  for (int64_t i = 0; i < len; i++) o[i] = v[i].idx;
+  free(v);
+  return 0;
+}
+
+const struct lc_prim lc_prim_random_argsort = {.name = "random_argsort", .eval_cpu = argsort_eval};
+
+/* ---- x reordered along an axis by a uint32 index vector ---- */
+
+static int take_eval(struct lc_node *n) {
+  const int *axis = n->params;
+  const struct lc_node *x = n->in[0], *ix = n->in[1];
+  if (lc_node_alloc_data(n)) return 1;
+  size_t isz = lc_dtype_size(x->dtype);
+  char *src = malloc((size_t)x->size * isz + 1);
+  if (!src) return lc_error("permutation: out of memory");
+  lc_node_copy_out(x, src);
+  int64_t outer = 1, inner = 1, K = x->shape[*axis];
+  for (int d = 0; d < *axis; d++) outer *= x->shape[d];
+  for (int d = *axis + 1; d < x->ndim; d++) inner *= x->shape[d];
+  const uint32_t *id = lc_node_data(ix);
+  char *o = n->buf->data;
+  size_t row = (size_t)inner * isz;
+  for (int64_t a = 0; a < outer; a++)
+    for (int64_t k = 0; k < K; k++)
+      memcpy(o + (a * K + k) * (int64_t)row, src + (a * K + id[k * ix->strides[0]]) * (int64_t)row,
+             row);
+  free(src);
+  return 0;
+}
+
+const struct lc_prim lc_prim_random_take = {.name = "random_take", .eval_cpu = take_eval};
