@@ -1,0 +1,276 @@
+/* The SCAN primitive (see scan.h).
+ * Lines along the axis are scanned either one at a time (the axis is the
+ * input's inner dimension) or in blocks of adjacent lines advanced together
+ * (the axis is outer: each step reads one contiguous slice), which keeps
+ * memory access sequential either way. */
+#include "ops/scan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/iter.h"
+#include "core/parallel.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/reduce_plan.h"
+
+#define SCAN_BLOCK 256
+
+typedef void (*scan_fn)(const void *x, int64_t xs, int64_t xj, void *out, int64_t os,
+                        int64_t oj, int64_t L, int64_t C, bool rev, bool incl);
+
+#define OP_ADD(a, b) ((a) + (b))
+#define OP_MUL(a, b) ((a) * (b))
+#define OP_MAXI(a, b) ((b) > (a) ? (b) : (a))
+#define OP_MINI(a, b) ((b) < (a) ? (b) : (a))
+#define OP_MAXF(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
+#define OP_MINF(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
+#define OP_MAXC(a, b) c64_max(a, b)
+#define OP_MINC(a, b) c64_min(a, b)
+#define OP_LAE(a, b) logaddexp(a, b)
+
+static inline int c64_isnan(lc_c64 v) { return isnan(crealf(v)) || isnan(cimagf(v)); }
+static inline int c64_gt(lc_c64 a, lc_c64 b) {
+  return crealf(a) > crealf(b) || (crealf(a) == crealf(b) && cimagf(a) > cimagf(b));
+}
+static inline lc_c64 c64_max(lc_c64 a, lc_c64 b) {
+  if (c64_isnan(a)) return a;
+  if (c64_isnan(b)) return b;
+  return c64_gt(b, a) ? b : a;
+}
+static inline lc_c64 c64_min(lc_c64 a, lc_c64 b) {
+  if (c64_isnan(a)) return a;
+  if (c64_isnan(b)) return b;
+  return c64_gt(a, b) ? b : a;
+}
+static inline double logaddexp(double a, double b) {
+  if (isnan(a) || isnan(b)) return NAN;
+  if (a == -INFINITY) return b;
+  if (b == -INFINITY) return a;
+  if (a == b) return a + M_LN2;
+  double m = a > b ? a : b, d = a > b ? b - a : a - b;
+  return m + log1p(exp(d));
+}
+
+/* K kind tag, DT dtype, S input storage, A accumulator, LD load, OP combine,
+ * INIT identity, SO output storage, ST output store macro. */
+#define SCAN_DEF(K, DT, S, A, LD, OP, INIT, SO, ST)                                        \
+  static void scan_##K##_##DT(const void *xv, int64_t xs, int64_t xj, void *ov, int64_t os, \
+                              int64_t oj, int64_t L, int64_t C, bool rev, bool incl) {     \
+    const S *x = xv;                                                                       \
+    SO *o = ov;                                                                            \
+    A acc[SCAN_BLOCK];                                                                     \
+    for (int64_t j0 = 0; j0 < C; j0 += SCAN_BLOCK) {                                       \
+      int64_t cn = C - j0 < SCAN_BLOCK ? C - j0 : SCAN_BLOCK;                              \
+      for (int64_t j = 0; j < cn; j++) acc[j] = (INIT);                                    \
+      for (int64_t t = 0; t < L; t++) {                                                    \
+        int64_t k = rev ? L - 1 - t : t;                                                   \
+        const S *xk = x + k * xs + j0 * xj;                                                \
+        SO *ok = o + k * os + j0 * oj;                                                     \
+        if (incl)                                                                          \
+          for (int64_t j = 0; j < cn; j++) {                                               \
+            acc[j] = OP(acc[j], LD(xk[j * xj]));                                           \
+            ok[j * oj] = ST(acc[j]);                                                       \
+          }                                                                                \
+        else                                                                               \
+          for (int64_t j = 0; j < cn; j++) {                                               \
+            ok[j * oj] = ST(acc[j]);                                                       \
+            acc[j] = OP(acc[j], LD(xk[j * xj]));                                           \
+          }                                                                                \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+#define LD_ID(v) (v)
+#define LD_U32(v) ((uint32_t)(v))
+#define LD_U64(v) ((uint64_t)(v))
+#define LD_D(v) ((double)(v))
+#define LD_F16(v) lc_f16_to_f32(v)
+#define LD_BF16(v) lc_bf16_to_f32(v)
+#define LD_F16D(v) ((double)lc_f16_to_f32(v))
+#define LD_BF16D(v) ((double)lc_bf16_to_f32(v))
+
+/* sum/prod rows: X(DT, S, A, LD, SO, ST) */
+#define SUM_ROWS(X)                                                           \
+  X(MLX_BOOL, bool, uint32_t, LD_U32, int32_t, lc_st_MLX_INT32)               \
+  X(MLX_UINT8, uint8_t, uint32_t, LD_U32, uint8_t, lc_st_MLX_UINT8)           \
+  X(MLX_UINT16, uint16_t, uint32_t, LD_U32, uint16_t, lc_st_MLX_UINT16)       \
+  X(MLX_UINT32, uint32_t, uint32_t, LD_U32, uint32_t, lc_st_MLX_UINT32)       \
+  X(MLX_UINT64, uint64_t, uint64_t, LD_U64, uint64_t, lc_st_MLX_UINT64)       \
+  X(MLX_INT8, int8_t, uint32_t, LD_U32, int8_t, lc_st_MLX_INT8)               \
+  X(MLX_INT16, int16_t, uint32_t, LD_U32, int16_t, lc_st_MLX_INT16)           \
+  X(MLX_INT32, int32_t, uint32_t, LD_U32, int32_t, lc_st_MLX_INT32)           \
+  X(MLX_INT64, int64_t, uint64_t, LD_U64, int64_t, lc_st_MLX_INT64)           \
+  X(MLX_FLOAT16, uint16_t, float, LD_F16, uint16_t, lc_st_MLX_FLOAT16)        \
+  X(MLX_FLOAT32, float, double, LD_D, float, lc_st_MLX_FLOAT32)               \
+  X(MLX_FLOAT64, double, double, LD_D, double, lc_st_MLX_FLOAT64)             \
+  X(MLX_BFLOAT16, uint16_t, float, LD_BF16, uint16_t, lc_st_MLX_BFLOAT16)     \
+  X(MLX_COMPLEX64, lc_c64, lc_c64, LD_ID, lc_c64, lc_st_MLX_COMPLEX64)
+
+/* max/min rows: X(DT, S, A, LD, LOWEST, HIGHEST, MAXOP, MINOP) */
+#define MINMAX_ROWS(X)                                                                  \
+  X(MLX_BOOL, bool, uint8_t, LD_ID, 0, 1, OP_MAXI, OP_MINI)                             \
+  X(MLX_UINT8, uint8_t, uint8_t, LD_ID, 0, UINT8_MAX, OP_MAXI, OP_MINI)                 \
+  X(MLX_UINT16, uint16_t, uint16_t, LD_ID, 0, UINT16_MAX, OP_MAXI, OP_MINI)             \
+  X(MLX_UINT32, uint32_t, uint32_t, LD_ID, 0, UINT32_MAX, OP_MAXI, OP_MINI)             \
+  X(MLX_UINT64, uint64_t, uint64_t, LD_ID, 0, UINT64_MAX, OP_MAXI, OP_MINI)             \
+  X(MLX_INT8, int8_t, int8_t, LD_ID, INT8_MIN, INT8_MAX, OP_MAXI, OP_MINI)              \
+  X(MLX_INT16, int16_t, int16_t, LD_ID, INT16_MIN, INT16_MAX, OP_MAXI, OP_MINI)         \
+  X(MLX_INT32, int32_t, int32_t, LD_ID, INT32_MIN, INT32_MAX, OP_MAXI, OP_MINI)         \
+  X(MLX_INT64, int64_t, int64_t, LD_ID, INT64_MIN, INT64_MAX, OP_MAXI, OP_MINI)         \
+  X(MLX_FLOAT16, uint16_t, float, LD_F16, -INFINITY, INFINITY, OP_MAXF, OP_MINF)        \
+  X(MLX_FLOAT32, float, float, LD_ID, -INFINITY, INFINITY, OP_MAXF, OP_MINF)            \
+  X(MLX_FLOAT64, double, double, LD_ID, -INFINITY, INFINITY, OP_MAXF, OP_MINF)          \
+  X(MLX_BFLOAT16, uint16_t, float, LD_BF16, -INFINITY, INFINITY, OP_MAXF, OP_MINF)      \
+  X(MLX_COMPLEX64, lc_c64, lc_c64, LD_ID, (lc_c64)(-INFINITY), (lc_c64)INFINITY, OP_MAXC, \
+    OP_MINC)
+
+#define DEF_SUM(DT, S, A, LD, SO, ST)                  \
+  SCAN_DEF(sum, DT, S, A, LD, OP_ADD, (A)0, SO, ST)    \
+  SCAN_DEF(prod, DT, S, A, LD, OP_MUL, (A)1, S, lc_st_##DT)
+SUM_ROWS(DEF_SUM)
+
+#define DEF_MINMAX(DT, S, A, LD, LO, HI, MAXOP, MINOP)     \
+  SCAN_DEF(max, DT, S, A, LD, MAXOP, LO, S, lc_st_##DT)   \
+  SCAN_DEF(min, DT, S, A, LD, MINOP, HI, S, lc_st_##DT)
+MINMAX_ROWS(DEF_MINMAX)
+
+SCAN_DEF(lae, MLX_FLOAT16, uint16_t, double, LD_F16D, OP_LAE, -INFINITY, uint16_t,
+         lc_st_MLX_FLOAT16)
+SCAN_DEF(lae, MLX_BFLOAT16, uint16_t, double, LD_BF16D, OP_LAE, -INFINITY, uint16_t,
+         lc_st_MLX_BFLOAT16)
+SCAN_DEF(lae, MLX_FLOAT32, float, double, LD_D, OP_LAE, -INFINITY, float, lc_st_MLX_FLOAT32)
+SCAN_DEF(lae, MLX_FLOAT64, double, double, LD_D, OP_LAE, -INFINITY, double, lc_st_MLX_FLOAT64)
+
+#define TAB_SUM(DT, S, A, LD, SO, ST) [DT] = scan_sum_##DT,
+#define TAB_PROD(DT, S, A, LD, SO, ST) [DT] = scan_prod_##DT,
+#define TAB_MAX(DT, S, A, LD, LO, HI, MX, MN) [DT] = scan_max_##DT,
+#define TAB_MIN(DT, S, A, LD, LO, HI, MX, MN) [DT] = scan_min_##DT,
+static const scan_fn table[5][LC_NDTYPES] = {
+    [LC_SCAN_SUM] = {SUM_ROWS(TAB_SUM)},
+    [LC_SCAN_PROD] = {SUM_ROWS(TAB_PROD)},
+    [LC_SCAN_MAX] = {MINMAX_ROWS(TAB_MAX)},
+    [LC_SCAN_MIN] = {MINMAX_ROWS(TAB_MIN)},
+    [LC_SCAN_LOGADDEXP] = {[MLX_FLOAT16] = scan_lae_MLX_FLOAT16,
+                           [MLX_BFLOAT16] = scan_lae_MLX_BFLOAT16,
+                           [MLX_FLOAT32] = scan_lae_MLX_FLOAT32,
+                           [MLX_FLOAT64] = scan_lae_MLX_FLOAT64},
+};
+
+static const char *const kind_names[5] = {"cumsum", "cumprod", "cummax", "cummin",
+                                          "logcumsumexp"};
+
+struct lc_node *lc_scan(const char *fn, int kind, struct lc_node *a, int axis, bool reverse,
+                        bool inclusive) {
+  if (kind < 0 || kind > LC_SCAN_LOGADDEXP) {
+    lc_error("%s: invalid scan kind %d", fn, kind);
+    return NULL;
+  }
+  int ax = axis < 0 ? axis + a->ndim : axis;
+  if (ax < 0 || ax >= a->ndim) {
+    lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, axis, a->ndim);
+    return NULL;
+  }
+  struct lc_node *x = lc_node_retain(a);
+  if (kind == LC_SCAN_LOGADDEXP && !lc_dtype_is_inexact(a->dtype)) {
+    lc_node_release(x);
+    if (!(x = lc_astype(a, MLX_FLOAT32))) return NULL;
+  }
+  if (!table[kind][x->dtype]) {
+    lc_error("%s: %s is not supported for %s", fn, kind_names[kind], lc_dtype_name(x->dtype));
+    lc_node_release(x);
+    return NULL;
+  }
+  mlx_dtype odt = kind == LC_SCAN_SUM && x->dtype == MLX_BOOL ? MLX_INT32 : x->dtype;
+  int params[4] = {kind, ax, reverse, inclusive};
+  struct lc_node *r =
+      lc_node_new_op(LC_OP_SCAN, odt, x->ndim, x->shape, 1, &x, params, sizeof params);
+  lc_node_release(x);
+  return r;
+}
+
+struct lc_node *lc_cumsum(struct lc_node *a, int axis, bool reverse, bool inclusive) {
+  return lc_scan("cumsum", LC_SCAN_SUM, a, axis, reverse, inclusive);
+}
+struct lc_node *lc_cumprod(struct lc_node *a, int axis, bool reverse, bool inclusive) {
+  return lc_scan("cumprod", LC_SCAN_PROD, a, axis, reverse, inclusive);
+}
+struct lc_node *lc_cummax(struct lc_node *a, int axis, bool reverse, bool inclusive) {
+  return lc_scan("cummax", LC_SCAN_MAX, a, axis, reverse, inclusive);
+}
+struct lc_node *lc_cummin(struct lc_node *a, int axis, bool reverse, bool inclusive) {
+  return lc_scan("cummin", LC_SCAN_MIN, a, axis, reverse, inclusive);
+}
+struct lc_node *lc_logcumsumexp(struct lc_node *a, int axis, bool reverse, bool inclusive) {
+  return lc_scan("logcumsumexp", LC_SCAN_LOGADDEXP, a, axis, reverse, inclusive);
+}
+
+struct scan_exec {
+  const struct lc_rplan *p;
+  scan_fn f;
+  const char *x;
+  char *out;
+  size_t isz, osz;
+  int64_t L, xs, os;   /* along the axis */
+  int64_t C, xj, oj;   /* lines advanced together (block strategy), else C = 1 */
+  int64_t nblk;
+  bool rev, incl;
+};
+
+static void scan_tasks(void *ctx, int64_t lo, int64_t hi) {
+  const struct scan_exec *e = ctx;
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t line = u, cn = 1, io, oo;
+    if (e->C > 1) {
+      int64_t b = u % e->nblk, c0 = b * SCAN_BLOCK;
+      line = u / e->nblk * e->C + c0;
+      cn = e->C - c0 < SCAN_BLOCK ? e->C - c0 : SCAN_BLOCK;
+    }
+    lc_rplan_kept(e->p, line, &io, &oo);
+    e->f(e->x + io * (int64_t)e->isz, e->xs, e->xj, e->out + oo * (int64_t)e->osz, e->os,
+         e->oj, e->L, cn, e->rev, e->incl);
+  }
+}
+
+static int scan_eval(struct lc_node *n) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0];
+  if (lc_node_alloc_data(n)) return 1;
+  if (n->size == 0) return 0;
+  int nd = x->ndim;
+  bool red[nd];
+  for (int d = 0; d < nd; d++) red[d] = d == p[1];
+  int64_t ost[nd];
+  lc_shape_strides(nd, n->shape, ost);
+  struct lc_rplan plan;
+  if (lc_rplan_init(&plan, x, red, ost, true)) return 1;
+  struct scan_exec e = {.p = &plan,
+                        .f = table[p[0]][x->dtype],
+                        .x = x->buf->data,
+                        .out = n->buf->data,
+                        .isz = lc_dtype_size(x->dtype),
+                        .osz = lc_dtype_size(n->dtype),
+                        .L = plan.nr ? plan.rdim[0] : 1,
+                        .xs = plan.nr ? plan.rin[0] : 0,
+                        .os = plan.nr ? plan.rout[0] : 0,
+                        .C = 1,
+                        .rev = p[2],
+                        .incl = p[3]};
+  int64_t units = plan.nout;
+  if (plan.nk > 0 && plan.kdim[plan.nk - 1] > 1 && e.xs != 1 &&
+      llabs(plan.kin[plan.nk - 1]) < llabs(e.xs)) {
+    e.C = plan.kdim[plan.nk - 1];
+    e.xj = plan.kin[plan.nk - 1];
+    e.oj = plan.kout[plan.nk - 1];
+    e.nblk = (e.C + SCAN_BLOCK - 1) / SCAN_BLOCK;
+    units = plan.nout / e.C * e.nblk;
+  }
+  int64_t per = n->size / units;
+  lc_parallel_for(units, LC_PARALLEL_MIN / (per > 0 ? per : 1) + 1, scan_tasks, &e);
+  return 0;
+}
+
+const struct lc_prim lc_prim_scan = {.name = "scan", .eval_cpu = scan_eval};

@@ -1,0 +1,220 @@
+/* The SOFTMAX primitive (see softmax.h).
+ * Each kept position runs three phases over its reduced runs: max (reads
+ * x), exp-and-sum (reads x, writes exp to out for float32/float64), scale
+ * (rewrites out; float16/bfloat16 recompute exp from x instead). Positions
+ * are spread over threads; a few very long rows are instead split into
+ * chunks with each phase run in parallel. */
+#include "ops/softmax.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/iter.h"
+#include "core/parallel.h"
+#include "ops/dtype_dispatch.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/reduce.h"
+#include "ops/reduce_plan.h"
+
+enum { PH_MAX, PH_EXP, PH_SCALE };
+
+struct sm_state {
+  const char *x;
+  char *out;
+  double m, s; /* max, sum */
+  double inv;  /* 1 / sum */
+  int phase;
+};
+
+#define OP_MAXF(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
+
+/* Phase callbacks. DT dtype, S storage, C compute type, EXP exp function,
+ * DIRECT: the output can hold exp values exactly (no recompute). */
+#define SM_DEF(DT, S, C, EXP, DIRECT)                                                      \
+  static void sm_cb_##DT(void *ctx, int64_t io, int64_t oo, int64_t n, int64_t is,         \
+                         int64_t os) {                                                     \
+    struct sm_state *st = ctx;                                                             \
+    const S *x = (const S *)st->x + io;                                                    \
+    S *o = (S *)st->out + oo;                                                              \
+    if (st->phase == PH_MAX) {                                                             \
+      C m0 = (C)st->m, m1 = m0, m2 = m0, m3 = m0;                                          \
+      int64_t i = 0;                                                                       \
+      if (is == 1)                                                                         \
+        for (; i + 4 <= n; i += 4) {                                                       \
+          C v0 = lc_ld_##DT(x[i]), v1 = lc_ld_##DT(x[i + 1]);                              \
+          C v2 = lc_ld_##DT(x[i + 2]), v3 = lc_ld_##DT(x[i + 3]);                          \
+          m0 = OP_MAXF(m0, v0);                                                            \
+          m1 = OP_MAXF(m1, v1);                                                            \
+          m2 = OP_MAXF(m2, v2);                                                            \
+          m3 = OP_MAXF(m3, v3);                                                            \
+        }                                                                                  \
+      for (; i < n; i++) m0 = OP_MAXF(m0, lc_ld_##DT(x[i * is]));                          \
+      m0 = OP_MAXF(m0, m1);                                                                \
+      m2 = OP_MAXF(m2, m3);                                                                \
+      st->m = OP_MAXF(m0, m2);                                                             \
+    } else if (st->phase == PH_EXP) {                                                      \
+      C m = (C)st->m;                                                                      \
+      double s0 = 0, s1 = 0;                                                               \
+      int64_t i = 0;                                                                       \
+      if (is == 1 && os == 1)                                                              \
+        for (; i + 2 <= n; i += 2) {                                                       \
+          C e0 = EXP(lc_ld_##DT(x[i]) - m), e1 = EXP(lc_ld_##DT(x[i + 1]) - m);            \
+          if (DIRECT) {                                                                    \
+            o[i] = lc_st_##DT(e0);                                                         \
+            o[i + 1] = lc_st_##DT(e1);                                                     \
+          }                                                                                \
+          s0 += e0;                                                                        \
+          s1 += e1;                                                                        \
+        }                                                                                  \
+      for (; i < n; i++) {                                                                 \
+        C e = EXP(lc_ld_##DT(x[i * is]) - m);                                              \
+        if (DIRECT) o[i * os] = lc_st_##DT(e);                                             \
+        s0 += e;                                                                           \
+      }                                                                                    \
+      st->s += s0 + s1;                                                                    \
+    } else {                                                                               \
+      C inv = (C)st->inv;                                                                  \
+      if (DIRECT) {                                                                        \
+        for (int64_t i = 0; i < n; i++) o[i * os] = lc_st_##DT(lc_ld_##DT(o[i * os]) * inv); \
+      } else {                                                                             \
+        C m = (C)st->m;                                                                    \
+        for (int64_t i = 0; i < n; i++)                                                    \
+          o[i * os] = lc_st_##DT(EXP(lc_ld_##DT(x[i * is]) - m) * inv);                    \
+      }                                                                                    \
+    }                                                                                      \
+  }
+
+SM_DEF(MLX_FLOAT32, float, float, expf, 1)
+SM_DEF(MLX_FLOAT64, double, double, exp, 1)
+SM_DEF(MLX_FLOAT16, uint16_t, float, expf, 0)
+SM_DEF(MLX_BFLOAT16, uint16_t, float, expf, 0)
+
+static lc_rplan_run_fn sm_cb(mlx_dtype t) {
+  switch (t) {
+  case MLX_FLOAT32: return sm_cb_MLX_FLOAT32;
+  case MLX_FLOAT64: return sm_cb_MLX_FLOAT64;
+  case MLX_FLOAT16: return sm_cb_MLX_FLOAT16;
+  case MLX_BFLOAT16: return sm_cb_MLX_BFLOAT16;
+  default: return NULL;
+  }
+}
+
+struct sm_exec {
+  const struct lc_rplan *p;
+  lc_rplan_run_fn cb;
+  const char *x;
+  char *out;
+  /* chunked mode (one long row): */
+  int64_t io, oo, nchunk;
+  struct sm_state *parts;
+  int phase;
+};
+
+static void sm_rows(void *ctx, int64_t lo, int64_t hi) {
+  const struct sm_exec *e = ctx;
+  for (int64_t o = lo; o < hi; o++) {
+    int64_t io, oo;
+    lc_rplan_kept(e->p, o, &io, &oo);
+    struct sm_state st = {e->x, e->out, -INFINITY, 0, 0, PH_MAX};
+    lc_rplan_runs(e->p, io, oo, 0, e->p->R, e->cb, &st);
+    st.phase = PH_EXP;
+    lc_rplan_runs(e->p, io, oo, 0, e->p->R, e->cb, &st);
+    st.inv = 1.0 / st.s;
+    st.phase = PH_SCALE;
+    lc_rplan_runs(e->p, io, oo, 0, e->p->R, e->cb, &st);
+  }
+}
+
+static void sm_chunks(void *ctx, int64_t lo, int64_t hi) {
+  const struct sm_exec *e = ctx;
+  int64_t R = e->p->R;
+  for (int64_t c = lo; c < hi; c++) {
+    struct sm_state *st = &e->parts[c];
+    st->phase = e->phase;
+    lc_rplan_runs(e->p, e->io, e->oo, R * c / e->nchunk, R * (c + 1) / e->nchunk, e->cb, st);
+  }
+}
+
+/* One long row: each phase in parallel over chunks, partials combined. */
+static int sm_long_row(struct sm_exec *e, int64_t o) {
+  int64_t nc = 4 * lc_parallel_threads();
+  struct sm_state *parts = malloc(sizeof *parts * (size_t)nc);
+  if (!parts) return lc_error("out of memory");
+  lc_rplan_kept(e->p, o, &e->io, &e->oo);
+  e->nchunk = nc;
+  e->parts = parts;
+  for (int64_t c = 0; c < nc; c++) parts[c] = (struct sm_state){e->x, e->out, -INFINITY, 0, 0, 0};
+  e->phase = PH_MAX;
+  lc_parallel_for(nc, 1, sm_chunks, e);
+  double m = -INFINITY;
+  for (int64_t c = 0; c < nc; c++) m = OP_MAXF(m, parts[c].m);
+  for (int64_t c = 0; c < nc; c++) parts[c].m = m;
+  e->phase = PH_EXP;
+  lc_parallel_for(nc, 1, sm_chunks, e);
+  double s = 0;
+  for (int64_t c = 0; c < nc; c++) s += parts[c].s;
+  for (int64_t c = 0; c < nc; c++) parts[c].inv = 1.0 / s;
+  e->phase = PH_SCALE;
+  lc_parallel_for(nc, 1, sm_chunks, e);
+  free(parts);
+  return 0;
+}
+
+static int softmax_eval(struct lc_node *n) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0];
+  if (lc_node_alloc_data(n)) return 1;
+  if (n->size == 0) return 0;
+  int dcap = x->ndim > 0 ? x->ndim : 1;
+  bool red[dcap];
+  memset(red, 0, sizeof red);
+  for (int i = 0; i < p[1]; i++) red[p[2 + i]] = true;
+  int64_t ost[dcap];
+  lc_shape_strides(x->ndim, x->shape, ost);
+  struct lc_rplan plan;
+  if (lc_rplan_init(&plan, x, red, ost, true)) return 1;
+  struct sm_exec e = {&plan, sm_cb(x->dtype), x->buf->data, n->buf->data, 0, 0, 0, NULL, 0};
+  int threads = lc_parallel_threads();
+  if (threads > 1 && plan.nout < threads && plan.R >= (1 << 20)) {
+    for (int64_t o = 0; o < plan.nout; o++)
+      if (sm_long_row(&e, o)) return 1;
+    return 0;
+  }
+  lc_parallel_for(plan.nout, LC_PARALLEL_MIN / (plan.R > 0 ? plan.R : 1) + 1, sm_rows, &e);
+  return 0;
+}
+
+const struct lc_prim lc_prim_softmax = {.name = "softmax", .eval_cpu = softmax_eval};
+
+struct lc_node *lc_softmax_fn(const char *fn, struct lc_node *a, const int *axes, int naxes,
+                              bool precise) {
+  int cap = naxes > 0 ? naxes : 1;
+  if (naxes > a->ndim) {
+    lc_error("%s: %d axes given for an array with %d dimensions", fn, naxes, a->ndim);
+    return NULL;
+  }
+  int sorted[cap];
+  if (lc_reduce_check_axes(fn, a->ndim, axes, naxes, sorted)) return NULL;
+  if (lc_dtype_is_complex(a->dtype)) {
+    lc_error("%s: softmax is not supported for %s", fn, lc_dtype_name(a->dtype));
+    return NULL;
+  }
+  if (a->size == 0) return lc_node_retain(a);
+  struct lc_node *x = lc_astype(a, lc_dtype_inexact(a->dtype));
+  if (!x) return NULL;
+  int params[2 + cap];
+  params[0] = precise;
+  params[1] = naxes;
+  memcpy(params + 2, sorted, sizeof(int) * (size_t)naxes);
+  struct lc_node *r = lc_node_new_op(LC_OP_SOFTMAX, x->dtype, x->ndim, x->shape, 1, &x, params,
+                                     sizeof(int) * (size_t)(2 + naxes));
+  lc_node_release(x);
+  return r;
+}
+
+struct lc_node *lc_softmax(struct lc_node *a, const int *axes, int naxes, bool precise) {
+  return lc_softmax_fn("softmax", a, axes, naxes, precise);
+}
