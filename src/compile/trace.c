@@ -7,6 +7,7 @@
  * (arrays captured by the closure, constants it creates) is evaluated when
  * the function returns and becomes a read-only constant of the program, so
  * programs never hold lazy graphs and can be shared across threads.
+ * Broadcast views are kept as instructions (see mark()).
  * Placeholders of an enclosing trace (a closure capturing an array of the
  * outer function being traced) cannot be constants: that is an error. */
 #include <stdio.h>
@@ -56,6 +57,10 @@ static int mark(struct walk *w, struct lc_ptrmap *ph) {
       intptr_t j;
       if (!n->in[k]->buf && lc_ptrmap_get(&w->index, n->in[k], &j)) d |= w->dep[j];
     }
+    /* Broadcast views stay in the program even over constants: they cost
+     * nothing, fusion absorbs them, and shapeless replay re-derives their
+     * shape (zeros_like(x) is a broadcast scalar). */
+    if (lc_prims[n->op]->flags & LC_PF_BROADCAST) d |= DEP_OURS;
     w->dep[i] = d;
   }
   for (size_t i = 0; i < w->tape.len; i++)
