@@ -190,3 +190,11 @@ int mlx_slice_update_dynamic(mlx_array *res, const mlx_array src, const mlx_arra
   return lc_api_set(res, lc_slice_update_dynamic(lc_arr(src), lc_arr(update), lc_arr(start),
                                                  (int)axes_num, axes));
 }
+
+int mlx_masked_scatter(mlx_array *res, const mlx_array a, const mlx_array mask,
+                       const mlx_array src, const mlx_stream s) {
+  API_PROLOGUE("mlx_masked_scatter", res, a);
+  LC_CHECK_ARR("mlx_masked_scatter", mask);
+  LC_CHECK_ARR("mlx_masked_scatter", src);
+  return lc_api_set(res, lc_masked_scatter(lc_arr(a), lc_arr(mask), lc_arr(src)));
+}

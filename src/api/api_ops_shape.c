@@ -2,6 +2,7 @@
  * builders of ops/shape.h. */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "api/handles.h"
@@ -380,4 +381,52 @@ int mlx_roll_axes(mlx_array *res, const mlx_array a, const int *shift, size_t sh
 int mlx_diag(mlx_array *res, const mlx_array a, int k, const mlx_stream s) {
   API_PROLOGUE("mlx_diag", res, a);
   return lc_api_set(res, lc_diag(lc_arr(a), k));
+}
+
+int mlx_meshgrid(mlx_vector_array *res, const mlx_vector_array arrays, bool sparse,
+                 const char *indexing, const mlx_stream s) {
+  const char *fn = "mlx_meshgrid";
+  LC_CHECK_RES(fn, res);
+  if (lc_api_check_stream(fn, s)) return 1;
+  bool xy;
+  if (!indexing || !strcmp(indexing, "xy"))
+    xy = true;
+  else if (!strcmp(indexing, "ij"))
+    xy = false;
+  else
+    return lc_error("%s: invalid indexing value '%s'; valid values are 'xy' and 'ij'", fn,
+                    indexing);
+  struct lc_node **in;
+  size_t n;
+  if (lc_api_vector_nodes(fn, arrays, &in, &n)) return 1;
+  if (n > 64) {
+    free(in);
+    return lc_error("%s: too many arrays (%zu)", fn, n);
+  }
+  struct lc_node *out[n > 0 ? n : 1], *bc[n > 0 ? n : 1];
+  int shape[n > 0 ? n : 1], full[n > 0 ? n : 1], rc = 0;
+  for (size_t i = 0; i < n; i++) {
+    out[i] = bc[i] = NULL;
+    full[i] = 1;
+  }
+  /* array i varies along axis i ("ij"); "xy" swaps the first two axes */
+  for (size_t i = 0; i < n && !rc; i++) {
+    size_t at = xy && n > 1 && i < 2 ? 1 - i : i;
+    if (in[i]->size > INT_MAX) {
+      rc = lc_error("%s: array %zu is too large", fn, i);
+      break;
+    }
+    for (size_t k = 0; k < n; k++) shape[k] = k == at ? (int)in[i]->size : 1;
+    full[at] = (int)in[i]->size;
+    if (!(out[i] = lc_reshape(in[i], (int)n, shape))) rc = 1;
+  }
+  for (size_t i = 0; i < n && !rc && !sparse; i++)
+    if (!(bc[i] = lc_broadcast_to(out[i], (int)n, full))) rc = 1;
+  if (!rc) rc = lc_vec_array_assign(res, sparse ? out : bc, n);
+  for (size_t i = 0; i < n; i++) {
+    lc_node_release(out[i]);
+    lc_node_release(bc[i]);
+  }
+  free(in);
+  return rc;
 }

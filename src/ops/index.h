@@ -40,5 +40,8 @@ struct lc_node *lc_slice_dynamic(struct lc_node *a, struct lc_node *start, int n
                                  const int *axes, const int *slice_size);
 struct lc_node *lc_slice_update_dynamic(struct lc_node *src, struct lc_node *update,
                                         struct lc_node *start, int naxes, const int *axes);
+/* MLX masked_scatter: mask (bool) matches a's leading axes; the masked
+ * positions take the values' elements in row-major order. */
+struct lc_node *lc_masked_scatter(struct lc_node *a, struct lc_node *mask, struct lc_node *values);
 
 #endif

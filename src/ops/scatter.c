@@ -312,3 +312,104 @@ struct lc_node *lc_slice_update_dynamic(struct lc_node *src, struct lc_node *upd
   lc_node_release(c);
   return r;
 }
+
+/* ---- MASKED_SCATTER ----
+ * Inputs: a, mask (bool, a's shape), values (a's dtype, any shape). The
+ * masked positions of a, in row-major order, take the values' elements in
+ * row-major order; running out of values is an error at eval. */
+
+static int masked_scatter_eval(struct lc_node *n) {
+  const struct lc_node *m = n->in[1], *v = n->in[2];
+  if (lc_start_from_input(n)) return 1;
+  int nd = n->ndim, vnd = v->ndim;
+  int pos[nd > 0 ? nd : 1], vpos[vnd > 0 ? vnd : 1];
+  memset(pos, 0, sizeof pos);
+  memset(vpos, 0, sizeof vpos);
+  size_t isz = lc_dtype_size(n->dtype);
+  const bool *md = m->buf->data;
+  int64_t used = 0, voff = v->offset;
+  for (int64_t q = 0; q < n->size; q++) {
+    int64_t mo = m->offset, oo = 0;
+    for (int d = 0; d < nd; d++) {
+      mo += pos[d] * m->strides[d];
+      oo += pos[d] * n->strides[d];
+    }
+    if (md[mo]) {
+      if (used >= v->size)
+        return lc_error("masked_scatter: the source does not have enough elements for the mask "
+                        "(%lld)",
+                        (long long)v->size);
+      memcpy((char *)n->buf->data + oo * (int64_t)isz,
+             (const char *)v->buf->data + voff * (int64_t)isz, isz);
+      used++;
+      for (int d = vnd - 1; d >= 0; d--) { /* next value, row-major */
+        voff += v->strides[d];
+        if (++vpos[d] < v->shape[d]) break;
+        voff -= (int64_t)vpos[d] * v->strides[d];
+        vpos[d] = 0;
+      }
+    }
+    for (int d = nd - 1; d >= 0; d--) {
+      if (++pos[d] < n->shape[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return 0;
+}
+
+const struct lc_prim lc_prim_masked_scatter = {.name = "masked_scatter",
+                                               .eval_cpu = masked_scatter_eval};
+
+struct lc_node *lc_masked_scatter(struct lc_node *a, struct lc_node *mask, struct lc_node *values) {
+  const char *fn = "masked_scatter";
+  if (mask->dtype != MLX_BOOL) {
+    lc_error("%s: the mask has to be boolean", fn);
+    return NULL;
+  }
+  if (mask->ndim > a->ndim) {
+    lc_error("%s: the mask cannot have more dimensions than the target", fn);
+    return NULL;
+  }
+  int nd = a->ndim, un = nd - mask->ndim;
+  if (values->ndim > un + 1) {
+    lc_error("%s: the value array must be broadcastable with the last %d dimensions of the input",
+             fn, un);
+    return NULL;
+  }
+  if (!lc_shape_equal(mask->ndim, mask->shape, mask->ndim, a->shape)) {
+    char s1[128], s2[128];
+    lc_error("%s: the boolean mask should have the same shape as the beginning of the indexed "
+             "array but the mask has shape %s and the array has shape %s",
+             fn, lc_shape_str(mask->ndim, mask->shape, s1, sizeof s1),
+             lc_shape_str(nd, a->shape, s2, sizeof s2));
+    return NULL;
+  }
+  struct lc_node *mr = NULL, *mb = NULL, *vc = NULL, *vr = NULL, *vb = NULL, *r = NULL;
+  int ms[nd > 0 ? nd : 1], vs[un + 1];
+  for (int d = 0; d < nd; d++) ms[d] = d < mask->ndim ? mask->shape[d] : 1;
+  if (!(mr = lc_reshape(mask, nd, ms)) || !(mb = lc_broadcast_to(mr, nd, a->shape))) goto done;
+  if (!(vc = lc_astype(values, a->dtype))) goto done;
+  if (values->ndim < un + 1) {
+    int lead = un + 1 - values->ndim;
+    for (int d = 0; d < un + 1; d++) vs[d] = d < lead ? 1 : values->shape[d - lead];
+    if (!(vr = lc_reshape(vc, un + 1, vs))) goto done;
+    vs[0] = mask->size > INT_MAX ? INT_MAX : (int)mask->size;
+    for (int i = 1; i <= un; i++) vs[i] = a->shape[nd - un - 1 + i];
+    if (!(vb = lc_broadcast_to(vr, un + 1, vs))) goto done;
+  } else {
+    vs[0] = values->shape[0];
+    for (int i = 1; i <= un; i++) vs[i] = a->shape[nd - un - 1 + i];
+    if (!(vb = lc_broadcast_to(vc, un + 1, vs))) goto done;
+  }
+  {
+    struct lc_node *in[3] = {a, mb, vb};
+    r = lc_node_new_op(LC_OP_MASKED_SCATTER, a->dtype, nd, a->shape, 3, in, NULL, 0);
+  }
+done:
+  lc_node_release(mr);
+  lc_node_release(mb);
+  lc_node_release(vc);
+  lc_node_release(vr);
+  lc_node_release(vb);
+  return r;
+}

@@ -339,6 +339,48 @@ o[4, 0:3] = u
 iadd("slice_update_dynamic_lead", "slice_update_dynamic", [a, u, np.array([4], np.int32)], [1, 0], o)
 
 
+def masked_ref(a, mask, values):
+    out = a.copy()
+    m = np.broadcast_to(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)), a.shape)
+    u = a.ndim - mask.ndim
+    v = values
+    if v.ndim < u + 1:
+        v = v.reshape((1,) * (u + 1 - v.ndim) + v.shape)
+        v = np.broadcast_to(v, (mask.size,) + a.shape[a.ndim - u:])
+    else:
+        v = np.broadcast_to(v, (v.shape[0],) + a.shape[a.ndim - u:])
+    flat = v.ravel()
+    k = 0
+    for pos in np.ndindex(*a.shape):
+        if m[pos]:
+            out[pos] = flat[k]
+            k += 1
+    return out
+
+
+a = farr((3, 4))
+mask = rng.random((3, 4)) < 0.5
+vals = farr((12,))
+iadd("masked_scatter_full", "masked_scatter", [a, mask, vals], [], masked_ref(a, mask, vals))
+a = farr((4, 3, 2))
+mask = np.array([True, False, True, True])
+vals = farr((3, 3, 2))
+iadd("masked_scatter_rows", "masked_scatter", [a, mask, vals], [], masked_ref(a, mask, vals))
+vals = farr((2,))
+iadd("masked_scatter_bcast", "masked_scatter", [a, mask, vals], [], masked_ref(a, mask, vals))
+vals = np.array(5.5, np.float32)
+iadd("masked_scatter_scalar", "masked_scatter", [a, mask, vals], [], masked_ref(a, mask, vals))
+
+x, y, z = farr((3,)), farr((2,)), farr((4,))
+for sparse in (0, 1):
+    for ij in (0, 1):
+        for pick in range(3):
+            g = np.meshgrid(x, y, z, sparse=bool(sparse), indexing="ij" if ij else "xy")[pick]
+            iadd("meshgrid_%d%d%d" % (sparse, ij, pick), "meshgrid", [x, y, z], [sparse, ij, pick], g)
+g = np.meshgrid(x.reshape(3, 1), y, indexing="xy")[0]
+iadd("meshgrid_2d_in", "meshgrid", [x.reshape(3, 1), y], [0, 0, 0], g)
+
+
 def carr(x):
     x = np.asarray(x)
     d = x.astype(np.float64).ravel()

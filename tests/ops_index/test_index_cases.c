@@ -69,6 +69,15 @@ static int run(mlx_array *r, const struct index_case *c, mlx_array *in) {
   if (!strcmp(op, "slice_dynamic"))
     return mlx_slice_dynamic(r, in[0], in[1], p + 1, (size_t)p[0], p + 1 + p[0],
                              mlx_array_ndim(in[0]), s);
+  if (!strcmp(op, "masked_scatter")) return mlx_masked_scatter(r, in[0], in[1], in[2], s);
+  if (!strcmp(op, "meshgrid")) {
+    mlx_vector_array v = mlx_vector_array_new_data(in, (size_t)c->narr), out = mlx_vector_array_new();
+    int rc = mlx_meshgrid(&out, v, p[0], p[1] ? "ij" : "xy", s);
+    if (!rc) rc = mlx_vector_array_get(r, out, (size_t)p[2]);
+    mlx_vector_array_free(v);
+    mlx_vector_array_free(out);
+    return rc;
+  }
   fprintf(stderr, "unknown op %s\n", op);
   return 1;
 }

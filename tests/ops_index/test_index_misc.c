@@ -190,6 +190,29 @@ static void test_dtypes(void) {
   free_all(all, sizeof all / sizeof all[0]);
 }
 
+static void test_masked_and_meshgrid_errors(void) {
+  int sh[2] = {2, 3}, s3[1] = {3};
+  mlx_array a = test_rand_f32(sh, 2, 0, 1), r = mlx_array_new();
+  bool mv[6] = {true, true, false, true, true, true};
+  mlx_array m = mlx_array_new_data(mv, sh, 2, MLX_BOOL), v = test_rand_f32(s3, 1, 0, 1);
+  CHECK_OK(mlx_masked_scatter(&r, a, m, v, S())); /* 5 masked, 3 values: fails at eval */
+  CHECK_FAILS(mlx_array_eval(r), "not have enough elements");
+  mlx_array mf = test_rand_f32(sh, 2, 0, 1), m2 = mlx_array_new_data(mv, s3, 1, MLX_BOOL);
+  CHECK_FAILS(mlx_masked_scatter(&r, a, mf, v, S()), "boolean");
+  CHECK_FAILS(mlx_masked_scatter(&r, a, m2, v, S()), "same shape");
+  int s13[3] = {1, 1, 3};
+  mlx_array v3 = test_rand_f32(s13, 3, 0, 1);
+  CHECK_FAILS(mlx_masked_scatter(&r, a, m, v3, S()), "broadcastable");
+  mlx_vector_array in = mlx_vector_array_new_value(v), out = mlx_vector_array_new();
+  CHECK_FAILS(mlx_meshgrid(&out, in, false, "yx", S()), "invalid indexing");
+  CHECK_OK(mlx_meshgrid(&out, in, false, "xy", S()));
+  CHECK(mlx_vector_array_size(out) == 1);
+  mlx_vector_array_free(in);
+  mlx_vector_array_free(out);
+  mlx_array all[] = {a, r, m, v, mf, m2, v3};
+  free_all(all, sizeof all / sizeof all[0]);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -197,6 +220,7 @@ int main(void) {
   test_noncontig_and_large();
   test_errors();
   test_dtypes();
+  test_masked_and_meshgrid_errors();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, expected %zu", test_active_memory(),
             base);
   return test_done();
