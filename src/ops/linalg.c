@@ -109,18 +109,20 @@ static bool blas_layout(int64_t R, int64_t C, int64_t rs, int64_t cs, enum CBLAS
 }
 
 /* The matrix of batch offset boff in compute type ct: directly when the
- * dtype and layout allow, else packed row-major into scratch. */
+ * dtype and layout allow, else packed row-major into *scratch (allocated on
+ * first use, R * C elements of ct). NULL after reporting. */
 static const void *operand_matrix(const struct operand *o, int64_t boff, mlx_dtype ct,
-                                  void *scratch, enum CBLAS_TRANSPOSE *tr, int64_t *ld) {
+                                  void **scratch, enum CBLAS_TRANSPOSE *tr, int64_t *ld) {
   size_t isz = lc_dtype_size(o->dtype), csz = lc_dtype_size(ct);
   const char *p = o->base + boff * (int64_t)isz;
   if (o->dtype == ct && blas_layout(o->R, o->C, o->rs, o->cs, tr, ld)) return p;
+  if (!*scratch && !(*scratch = lc_alloc((size_t)(o->R * o->C) * csz))) return NULL;
   for (int64_t r = 0; r < o->R; r++)
-    lc_convert(o->C, (char *)scratch + r * o->C * (int64_t)csz, ct,
+    lc_convert(o->C, (char *)*scratch + r * o->C * (int64_t)csz, ct,
                p + r * o->rs * (int64_t)isz, o->cs, o->dtype);
   *tr = CblasNoTrans;
   *ld = o->C > 1 ? o->C : 1;
-  return scratch;
+  return *scratch;
 }
 
 /* ---- kernels ---- */
@@ -199,7 +201,7 @@ static int matmul_eval(struct lc_node *n) {
   size_t csz = lc_dtype_size(ct);
   int rc = 0;
   void *work = n->buf->data, *sa = NULL, *sb = NULL;
-  size_t work_bytes = 0, sa_bytes = (size_t)(M * K) * csz, sb_bytes = (size_t)(K * N) * csz;
+  size_t work_bytes = 0;
 
   /* One gemm for all batches when b does not vary over them and a's
    * batch and row dimensions flatten into one row dimension. */
@@ -210,9 +212,11 @@ static int matmul_eval(struct lc_node *n) {
               group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
   if (fold) {
     M *= batches;
+    A.R = M;
     A.rs = a_rows_stride;
     batches = 1;
   }
+  size_t sa_bytes = (size_t)(M * K) * csz, sb_bytes = (size_t)(K * N) * csz;
   if (M > INT_MAX || N > INT_MAX || K > INT_MAX) {
     rc = lc_error("matmul: matrix dimensions too large for BLAS (%lld x %lld x %lld)",
                   (long long)M, (long long)K, (long long)N);
@@ -228,10 +232,6 @@ static int matmul_eval(struct lc_node *n) {
   if (p->has_c) {
     lc_node_copy_out(n->in[2], n->buf->data);
     if (ct != ot) lc_convert(n->size, work, ct, n->buf->data, 1, ot);
-  }
-  if (blas && (!(sa = lc_alloc(sa_bytes)) || !(sb = lc_alloc(sb_bytes)))) {
-    rc = 1;
-    goto done;
   }
   float beta = p->has_c ? p->beta : 0.0f;
   memset(idx, 0, sizeof idx);
@@ -252,8 +252,12 @@ static int matmul_eval(struct lc_node *n) {
     } else {
       enum CBLAS_TRANSPOSE ta, tb;
       int64_t lda, ldb;
-      const void *pa = operand_matrix(&A, aoff, ct, sa, &ta, &lda);
-      const void *pb = operand_matrix(&B, boff, ct, sb, &tb, &ldb);
+      const void *pa = operand_matrix(&A, aoff, ct, &sa, &ta, &lda);
+      const void *pb = pa ? operand_matrix(&B, boff, ct, &sb, &tb, &ldb) : NULL;
+      if (!pb) {
+        rc = 1;
+        break;
+      }
       gemm(ct, ta, tb, M, N, K, p->alpha, pa, lda, pb, ldb, beta, out, N);
     }
     /* advance the batch index (row-major over the output's batch dims) */
@@ -266,7 +270,7 @@ static int matmul_eval(struct lc_node *n) {
       idx[d] = 0;
     }
   }
-  if (ct != ot) lc_convert(n->size, n->buf->data, ot, work, 1, ct);
+  if (ct != ot && !rc) lc_convert(n->size, n->buf->data, ot, work, 1, ct);
 done:
   if (sa) lc_free(sa, sa_bytes);
   if (sb) lc_free(sb, sb_bytes);

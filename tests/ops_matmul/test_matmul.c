@@ -229,11 +229,47 @@ static void test_special(void) {
   mlx_array_free(r);
 }
 
+/* Views from the public shape ops: swapaxes (batched Trans), strided
+ * slices (packed), against a reference on the same values. */
+static void test_public_views(void) {
+  mlx_stream s = test_stream();
+  const int B = 3, M = 9, K = 13, N = 7;
+  int sbkm[3] = {B, K, M}, skn2[2] = {K, 2 * N};
+  mlx_array x = test_rand_f32(sbkm, 3, -1, 1), y = test_rand_f32(skn2, 2, -1, 1);
+  mlx_array a = mlx_array_new(), b = mlx_array_new(), r = mlx_array_new();
+  CHECK_OK(mlx_swapaxes(&a, x, 1, 2, s)); /* (B, M, K), each matrix transposed */
+  int st[2] = {0, 1}, sp[2] = {K, 2 * N}, step[2] = {1, 2};
+  CHECK_OK(mlx_slice(&b, y, st, 2, sp, 2, step, 2, s)); /* (K, N), column stride 2 */
+  CHECK_OK(mlx_matmul(&r, a, b, s));
+  CHECK_SHAPE(r, B, M, N);
+  double *xv = test_values(x), *yv = test_values(y), ref[B * M * N];
+  for (int bi = 0; bi < B; bi++)
+    ref_matmul(xv + bi * K * M, 1, M, yv + 1, 2 * N, 2, M, K, N, ref + bi * M * N);
+  CHECK_CLOSE(r, ref, (size_t)(B * M * N), 1e-5, 1e-5);
+  /* addmm on the same views, c a broadcast row */
+  float crow[N];
+  for (int j = 0; j < N; j++) crow[j] = (float)j;
+  int sn[1] = {N};
+  mlx_array c = mlx_array_new_data(crow, sn, 1, MLX_FLOAT32);
+  CHECK_OK(mlx_addmm(&r, c, a, b, -0.5f, 2.0f, s));
+  for (int i = 0; i < B * M * N; i++) ref[i] = -0.5 * ref[i] + 2.0 * (i % N);
+  CHECK_CLOSE(r, ref, (size_t)(B * M * N), 1e-5, 1e-5);
+  free(xv);
+  free(yv);
+  mlx_array_free(c);
+  mlx_array_free(x);
+  mlx_array_free(y);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(r);
+}
+
 int main(void) {
   test_init();
   size_t before = test_active_memory();
   test_fixtures();
   test_views();
+  test_public_views();
   test_special();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
