@@ -14,6 +14,11 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
+# GCC 12's ThreadSanitizer cannot map its shadow memory on kernels with 32
+# bits of mmap randomisation ("unexpected memory mapping"); the TSan tests
+# run with address randomisation off where setarch allows it.
+NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)
+
 .PHONY: all deps build demo test test-plain test-asan test-tsan bench install api-status clean
 
 all: build
@@ -49,7 +54,7 @@ test-tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DLACE_SANITIZE=thread \
 	  -DLACE_BUILD_BENCH=OFF -DLACE_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L threads -j $(JOBS)
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(NO_ASLR) ctest --output-on-failure -L threads -j $(JOBS)
 
 # Every benchmark program (output also saved as build/bench/<name>.txt), then
 # the same op cases in numpy (torch, mlx when importable by $(PYTHON)).

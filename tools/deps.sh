@@ -10,20 +10,24 @@ set -e
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
+# A tool counts as present when it is on PATH (whatever installed it); the
+# libraries when their Debian package is installed or their header is found.
 need=""
-for p in gcc libc6-dev make cmake python3 binutils libopenblas-dev pkg-config; do
-  have_pkg "$p" || need="$need $p"
+for pair in gcc:gcc make:make cmake:cmake python3:python3 nm:binutils pkg-config:pkg-config; do
+  command -v "${pair%%:*}" >/dev/null 2>&1 || need="$need ${pair#*:}"
 done
+have_pkg libc6-dev || [ -f /usr/include/stdio.h ] || need="$need libc6-dev"
+have_cblas() {
+  for f in /usr/include/cblas.h /usr/include/*/cblas.h /usr/include/*/openblas*/cblas.h; do
+    [ -f "$f" ] && return 0
+  done
+  return 1
+}
+have_pkg libopenblas-dev || have_cblas || need="$need libopenblas-dev"
 [ -z "$need" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
-  # Not Debian: accept tools found on PATH, otherwise say what is missing.
-  missing=""
-  for c in cc make cmake python3 nm pkg-config; do
-    command -v "$c" >/dev/null 2>&1 || missing="$missing $c"
-  done
-  [ -z "$missing" ] && exit 0
-  echo "lace: missing tools:$missing (and OpenBLAS); install them with your package manager" >&2
+  echo "lace: missing:$need; install them with your package manager" >&2
   exit 1
 fi
 
