@@ -103,7 +103,7 @@ static inline float lc_vtanhf(float x) {
   float c = ax < 10.0f ? ax : 10.0f;
   float e = lc_vexpf(c + c);
   float l = lc_vcopysignf(1.0f - 2.0f / (e + 1.0f), x);
-  float r = ax < 0.625f ? s : l;
+  float r = lc_vcopysignf(ax < 0.625f ? s : l, x); /* odd: keeps tanh(-0) = -0 */
   return x != x ? x : r;
 }
 
