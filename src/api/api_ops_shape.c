@@ -7,6 +7,7 @@
 #include "api/api.h"
 #include "api/handles.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 /* Checks a (pointer, count) list argument: non-NULL when count > 0 and a
@@ -429,4 +430,20 @@ int mlx_meshgrid(mlx_vector_array *res, const mlx_vector_array arrays, bool spar
   }
   free(in);
   return rc;
+}
+
+int mlx_trace(mlx_array *res, const mlx_array a, int offset, int axis1, int axis2, mlx_dtype dtype,
+              const mlx_stream s) {
+  API_PROLOGUE("mlx_trace", res, a);
+  struct lc_node *x = lc_arr(a);
+  if (x->ndim < 2)
+    return lc_error("mlx_trace: array must have at least two dimensions, but got %d dimensions",
+                    x->ndim);
+  struct lc_node *d = lc_diagonal(x, offset, axis1, axis2);
+  struct lc_node *c = d ? lc_astype(d, dtype) : NULL;
+  int last = x->ndim - 2;
+  struct lc_node *r = c ? lc_sum(c, &last, 1, false) : NULL;
+  lc_node_release(d);
+  lc_node_release(c);
+  return lc_api_set(res, r);
 }

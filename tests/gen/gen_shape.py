@@ -86,6 +86,8 @@ def apply(y, op, p):
         return np.concatenate([y, 2 * y], axis=p[0])
     if op == "stack_self":
         return np.stack([y, 2 * y], axis=p[0])
+    if op == "trace":
+        return np.trace(y, p[0], p[1], p[2])
     if op == "contiguous":
         return np.ascontiguousarray(y)
     raise ValueError(op)
@@ -160,6 +162,9 @@ add("diag_vec", (4,), [("diag", (0,))])
 add("diag_vec_k", (3,), [("diag", (2,))])
 add("diag_vec_negk", (3,), [("diag", (-1,))])
 add("diag_mat", (4, 5), [("diag", (-1,))])
+add("trace", (4, 5), [("trace", (0, 0, 1))])
+add("trace_off", (3, 4, 5), [("trace", (-1, 2, 0))])
+add("trace_t", (4, 4), [("transpose_all", ()), ("trace", (2, -1, -2))])
 add("contiguous_t", (3, 4), [("transpose_all", ()), ("contiguous", ())])
 
 

@@ -133,6 +133,20 @@ static void test_errors_misc(void) {
   CHECK_FAILS(mlx_diag(&r, b, 0, S()), "1-D or 2-D");
   CHECK_OK(mlx_diag(&r, a, 1, S())); /* of a matrix: the diagonal view */
   CHECK_SHAPE(r, 2);
+  int32_t iv[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  int s33[2] = {3, 3};
+  mlx_array m = mlx_array_new_data(iv, s33, 2, MLX_INT32), t = mlx_array_new();
+  CHECK_OK(mlx_trace(&t, m, 1, 0, 1, MLX_FLOAT64, S()));
+  CHECK(mlx_array_dtype(t) == MLX_FLOAT64 && mlx_array_ndim(t) == 0);
+  double tr = 2 + 6;
+  CHECK_CLOSE(t, &tr, 1, 0, 0);
+  CHECK_FAILS(mlx_trace(&t, m, 0, 1, -1, MLX_INT32, S()), "same axis");
+  int s1[1] = {3};
+  mlx_array v = mlx_array_new_data(iv, s1, 1, MLX_INT32);
+  CHECK_FAILS(mlx_trace(&t, v, 0, 0, 1, MLX_INT32, S()), "at least two");
+  mlx_array_free(m);
+  mlx_array_free(t);
+  mlx_array_free(v);
   mlx_array all[] = {a, r, b};
   free_all(all, sizeof all / sizeof all[0]);
 }
