@@ -12,6 +12,9 @@
  * greedily twice, uncompiled and compiled: the tokens must agree and the
  * logits match closely; per-token latency and throughput are printed.
  * Public mlx-c API only. Exit status 0 iff every check passed. */
+#ifndef _GNU_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,15 +24,24 @@
 
 #include "mlx/c/mlx.h"
 
-/* ---- configuration ---- */
+/* ---- configuration (the DEMO_* macros may be overridden with -D) ---- */
+#ifndef DEMO_DIM
+#define DEMO_DIM 512
+#endif
+#ifndef DEMO_FFN
+#define DEMO_FFN 1408
+#endif
+#ifndef DEMO_VOCAB
+#define DEMO_VOCAB 2048
+#endif
 enum {
-  VOCAB = 2048,
-  DIM = 512,
+  VOCAB = DEMO_VOCAB,
+  DIM = DEMO_DIM,
   LAYERS = 4,
   HEADS = 8,
   KV_HEADS = 2,
   HEAD_DIM = DIM / HEADS,
-  FFN = 1408,
+  FFN = DEMO_FFN,
   MAX_SEQ = 64,
   PROMPT = 8,
   NGEN = 32,
