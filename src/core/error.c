@@ -46,3 +46,12 @@ int lc_error(const char *fmt, ...) {
 const char *lc_last_error(void) { return last_msg; }
 
 void lc_error_mute(int delta) { muted += delta; }
+
+void _mlx_error(const char *file, const int line, const char *fmt, ...) {
+  char msg[900];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt ? fmt : "", ap);
+  va_end(ap);
+  lc_error("%s at %s:%d", msg, file ? file : "?", line);
+}

@@ -7,6 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <complex.h>
+#include <float.h>
+#include <stdlib.h>
+#include "mlx/c/half.h"
 #include "mlx/c/string.h"
 
 #ifdef __cplusplus
@@ -35,16 +39,13 @@ typedef struct mlx_array_ {
   void* ctx;
 } mlx_array;
 
-typedef float _Complex mlx_complex64_t;
-
-/* Half-precision element types as they cross the API. Where the compiler has a
- * native half type it is used; otherwise the raw IEEE / bfloat16 bit pattern. */
-#if defined(__FLT16_MAX__) && !defined(LACE_NO_FLOAT16)
-typedef _Float16 float16_t;
-#else
-typedef uint16_t float16_t;
+/* An empty handle, for optional array arguments ("no weight", "no key"). */
+#if defined(__GNUC__)
+__attribute__((unused))
 #endif
-typedef uint16_t bfloat16_t;
+static mlx_array mlx_array_empty;
+
+typedef float _Complex mlx_complex64_t;
 size_t mlx_dtype_size(mlx_dtype dtype);
 int mlx_array_tostring(mlx_string* str, const mlx_array arr);
 mlx_array mlx_array_new(void);

@@ -14,6 +14,10 @@ extern "C" {
 
 /* Receives every error message lace reports; data is the pointer given at registration. */
 typedef void (*mlx_error_handler_func)(const char* msg, void* data);
+/* Reports a printf-style message through the error handler, tagged with a
+ * source location; mlx_error() supplies the caller's. */
+void _mlx_error(const char* file, const int line, const char* fmt, ...);
+#define mlx_error(...) _mlx_error(__FILE__, __LINE__, __VA_ARGS__)
 void mlx_set_error_handler(mlx_error_handler_func handler, void* data, void (*dtor)(void*));
 
 #ifdef __cplusplus

@@ -14,6 +14,7 @@
 #include "mlx/c/fast.h"
 #include "mlx/c/fft.h"
 #include "mlx/c/graph_utils.h"
+#include "mlx/c/half.h"
 #include "mlx/c/io.h"
 #include "mlx/c/io_types.h"
 #include "mlx/c/linalg.h"
