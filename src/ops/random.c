@@ -235,12 +235,33 @@ struct lc_node *lc_random_uniform(struct lc_node *low, struct lc_node *high, int
   return dist("uniform", p, t, ndim, shape, key, 2, x, xt);
 }
 
+static struct lc_node *complex_normal(int ndim, const int *shape, struct lc_node *loc,
+                                      struct lc_node *scale, struct lc_node *key) {
+  if (check_shape("normal", ndim, shape)) return NULL;
+  struct lc_node *in[3] = {NULL}, *k = NULL, *r = NULL;
+  struct lc_node *x[2] = {scale, loc};
+  int nin = 1, bshape[ndim + 1];
+  for (int i = 0; i < ndim; i++) bshape[i] = shape[i];
+  bshape[ndim] = 2;
+  for (int i = 0; i < 2; i++) {
+    if (!x[i]) continue;
+    struct lc_node *c = lc_astype(x[i], MLX_COMPLEX64);
+    in[nin] = c ? lc_broadcast_to(c, ndim, shape) : NULL;
+    lc_node_release(c);
+    if (!in[nin++]) goto out;
+  }
+  if (!(k = resolve_key("normal", key)) || !(in[0] = bits_node(ndim + 1, bshape, 4, k))) goto out;
+  int p[2] = {scale != NULL, loc != NULL};
+  r = lc_node_new_op(LC_OP_RANDOM_CNORMAL, MLX_COMPLEX64, ndim, shape, nin, in, p, sizeof p);
+out:
+  lc_node_release(k);
+  for (int i = 0; i < 3; i++) lc_node_release(in[i]);
+  return r;
+}
+
 struct lc_node *lc_random_normal(int ndim, const int *shape, mlx_dtype t, struct lc_node *loc,
                                  struct lc_node *scale, struct lc_node *key) {
-  if (t == MLX_COMPLEX64) {
-    lc_error("normal: complex64 samples are not implemented");
-    return NULL;
-  }
+  if (t == MLX_COMPLEX64) return complex_normal(ndim, shape, loc, scale, key);
   if (check_float("normal", t, true)) return NULL;
   struct lc_node *zero = lc_node_new_scalar(t, 0.0);
   if (!zero) return NULL;

@@ -1,12 +1,14 @@
 /* Distribution kernels: MLX's sampling formulas applied to threefry bits,
  * each intermediate rounded to the type MLX computes it in (so results are
  * MLX's bit for bit where MLX uses libm or exact arithmetic). */
+#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/half.h"
+#include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/random_internal.h"
@@ -177,6 +179,48 @@ static void dist_kernel(int64_t n, void *out, mlx_dtype ot, const void *const *i
 
 const struct lc_prim lc_prim_random_dist = {
     .name = "random_dist", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = dist_kernel};
+
+/* ---- complex normal: MLX draws shape + (2,) uniform values on
+ * [nextafter(-1, 0), 1), takes erfinv of each (no sqrt 2 factor) and
+ * pairs them as (real, imaginary); then scale * z, then loc + z. ---- */
+
+struct cnormal_params {
+  int has_scale, has_loc; /* inputs 1 (scale) and 2 (loc) when present */
+};
+
+static int cnormal_eval(struct lc_node *n) {
+  const struct cnormal_params *p = n->params;
+  if (lc_node_alloc_data(n)) return 1;
+  const struct lc_node *bn = n->in[0];
+  size_t bytes = sizeof(lc_c64) * (size_t)(n->size > 0 ? n->size : 1);
+  uint32_t *bits = malloc(sizeof(uint32_t) * 2 * (size_t)(n->size > 0 ? n->size : 1));
+  lc_c64 *sc = p->has_scale ? malloc(bytes) : NULL, *lo = p->has_loc ? malloc(bytes) : NULL;
+  if (!bits || (p->has_scale && !sc) || (p->has_loc && !lo)) {
+    free(bits);
+    free(sc);
+    free(lo);
+    return lc_error("normal: out of memory");
+  }
+  lc_node_copy_out(bn, bits);
+  int k = 1;
+  if (p->has_scale) lc_node_copy_out(n->in[k++], sc);
+  if (p->has_loc) lc_node_copy_out(n->in[k], lo);
+  lc_c64 *o = n->buf->data;
+  for (int64_t i = 0; i < n->size; i++) {
+    float re = erfinv_f32(symmetric_unit(bits[2 * i]));
+    float im = erfinv_f32(symmetric_unit(bits[2 * i + 1]));
+    lc_c64 z = re + im * I;
+    if (sc) z = sc[i] * z;
+    if (lo) z = lo[i] + z;
+    o[i] = z;
+  }
+  free(bits);
+  free(sc);
+  free(lo);
+  return 0;
+}
+
+const struct lc_prim lc_prim_random_cnormal = {.name = "random_cnormal", .eval_cpu = cnormal_eval};
 
 /* ---- categorical: argmax over axis of gumbel noise + logits ---- */
 

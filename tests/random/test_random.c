@@ -1,6 +1,8 @@
 /* Random: MLX's exact bit streams (values from MLX's own tests, which match
  * JAX's threefry), keys and split, determinism, global seeding, and the
  * distributions' statistics over 100k samples. */
+#include <complex.h>
+
 #include "test.h"
 
 static mlx_array key_of(uint64_t seed) {
@@ -269,6 +271,31 @@ static void test_distributions(void) {
   CHECK_OK(mlx_random_normal_broadcast(&r, shape, 1, MLX_FLOAT32, none, none, k, s));
   mlx_array_free(la);
   mlx_array_free(sa);
+
+  /* complex64: real and imaginary parts each N(0, 1/2); scale and loc */
+  CHECK_OK(mlx_random_normal(&r, shape, 1, MLX_COMPLEX64, 0, 1, k, s));
+  CHECK(mlx_array_dtype(r) == MLX_COMPLEX64);
+  const mlx_complex64_t *cz = mlx_array_data_complex64(r);
+  double mr = 0, mi = 0, vr = 0, vi = 0;
+  for (int i = 0; cz && i < N; i++) {
+    mr += crealf(cz[i]);
+    mi += cimagf(cz[i]);
+    vr += crealf(cz[i]) * crealf(cz[i]);
+    vi += cimagf(cz[i]) * cimagf(cz[i]);
+  }
+  CHECK_MSG(fabs(mr / N) < 0.01 && fabs(mi / N) < 0.01 && fabs(vr / N - 0.5) < 0.015 &&
+                fabs(vi / N - 0.5) < 0.015,
+            "complex normal %g %g %g %g", mr / N, mi / N, vr / N, vi / N);
+  mlx_array r2 = mlx_array_new();
+  CHECK_OK(mlx_random_normal(&r2, shape, 1, MLX_COMPLEX64, 3, 2, k, s));
+  const mlx_complex64_t *cz2 = mlx_array_data_complex64(r2);
+  cz = mlx_array_data_complex64(r);
+  int cok = 1;
+  for (int i = 0; cz && cz2 && i < N; i++)
+    cok &= cabsf(cz2[i] - (2 * cz[i] + 3)) <= 1e-5f * (1 + cabsf(cz2[i]));
+  CHECK(cok);
+  mlx_array_free(r2);
+  CHECK_FAILS(mlx_random_normal(&r, shape, 1, MLX_INT32, 0, 1, k, s), "floating point");
 
   /* randint: [low, high) integers, uniform */
   mlx_array il = mlx_array_new_int(-3), ih = mlx_array_new_int(7);
