@@ -10,7 +10,8 @@
  * A case whose operation lace does not implement yet prints
  *   BENCH <suite>/<case> ... skipped=not-implemented
  * Environment: LACE_BENCH_MIN_TIME (seconds per case, default 0.3),
- * LACE_BENCH_COPY_MB (copy buffer size, default twice the L3 cache, 64..1024). */
+ * LACE_BENCH_COPY_MB (size of the memory-bandwidth copy, default twice the L3
+ * cache, 64..1024 MiB). */
 #ifndef LACE_BENCH_COMMON_H
 #define LACE_BENCH_COMMON_H
 
@@ -203,10 +204,12 @@ static int bench_copy_run(void *arg) {
 }
 
 /* Measures and prints copy bandwidth for memcpy and a loop, with one thread
- * and with nthreads; returns the best bandwidth seen (bytes/s), the
- * reference for copy_frac. 0 if the buffers cannot be allocated. */
-static double bench_copy_bandwidth(int nthreads) {
-  size_t bytes = bench_copy_bytes(), n = bytes / sizeof(float);
+ * and with nthreads, copying `bytes` (0: bench_copy_bytes(), the memory
+ * bandwidth). Returns the best bandwidth seen (bytes/s), a reference for
+ * copy_frac; 0 if the buffers cannot be allocated. */
+static double bench_copy_bandwidth(int nthreads, size_t bytes) {
+  if (!bytes) bytes = bench_copy_bytes();
+  size_t n = bytes / sizeof(float);
   float *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
   if (!a || !b) {
     free(a);
