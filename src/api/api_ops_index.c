@@ -6,10 +6,17 @@
 #include "api/api.h"
 #include "ops/index.h"
 
-static int check_list(const char *fn, const char *what, const void *p, size_t n) {
+static int check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
   if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
-  if (n > INT_MAX) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
+  if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
   return 0;
+}
+
+/* Lists of per-dimension values (shapes, axes, strides, ...): at most
+ * LC_API_MAX_DIMS entries, which bounds the stack arrays sized by them. */
+#define LC_API_MAX_DIMS 4096
+static int check_list(const char *fn, const char *what, const void *p, size_t n) {
+  return check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
 }
 
 #define API_PROLOGUE(fn, res, a) \

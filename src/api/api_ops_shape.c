@@ -12,10 +12,17 @@
 
 /* Checks a (pointer, count) list argument: non-NULL when count > 0 and a
  * count that fits an int. */
-static int check_list(const char *fn, const char *what, const void *p, size_t n) {
+static int check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
   if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
-  if (n > INT_MAX) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
+  if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
   return 0;
+}
+
+/* Lists of per-dimension values (shapes, axes, strides, ...): at most
+ * LC_API_MAX_DIMS entries, which bounds the stack arrays sized by them. */
+#define LC_API_MAX_DIMS 4096
+static int check_list(const char *fn, const char *what, const void *p, size_t n) {
+  return check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
 }
 
 #define API_PROLOGUE(fn, res, a)                  \
@@ -173,7 +180,7 @@ static int set_vector(mlx_vector_array *res, struct lc_node **out, size_t n) {
 int mlx_split_sections(mlx_vector_array *res, const mlx_array a, const int *indices,
                        size_t indices_num, int axis, const mlx_stream s) {
   API_PROLOGUE("mlx_split_sections", res, a);
-  if (check_list("mlx_split_sections", "indices", indices, indices_num)) return 1;
+  if (check_list_max("mlx_split_sections", "indices", indices, indices_num, INT_MAX - 1)) return 1;
   struct lc_node **out = malloc(sizeof *out * (indices_num + 1));
   if (!out) return lc_error("out of memory");
   int rc = lc_split_sections(lc_arr(a), (int)indices_num, indices, axis, out);
@@ -231,8 +238,7 @@ int mlx_atleast_3d(mlx_array *res, const mlx_array a, const mlx_stream s) {
 
 int mlx_contiguous(mlx_array *res, const mlx_array a, bool allow_col_major, const mlx_stream s) {
   API_PROLOGUE("mlx_contiguous", res, a);
-  (void)allow_col_major; /* the result is always row-major, which satisfies both */
-  return lc_api_set(res, lc_contiguous(lc_arr(a)));
+  return lc_api_set(res, lc_contiguous(lc_arr(a), allow_col_major));
 }
 
 static int concat_impl(const char *fn, mlx_array *res, mlx_vector_array arrays, int axis,
@@ -400,7 +406,7 @@ int mlx_meshgrid(mlx_vector_array *res, const mlx_vector_array arrays, bool spar
   struct lc_node **in;
   size_t n;
   if (lc_api_vector_nodes(fn, arrays, &in, &n)) return 1;
-  if (n > 64) {
+  if (n > LC_API_MAX_DIMS) {
     free(in);
     return lc_error("%s: too many arrays (%zu)", fn, n);
   }

@@ -58,9 +58,9 @@ struct lc_node *lc_atleast(struct lc_node *a, int nd);
 /* Arrays with equal shapes except along axis; dtypes are promoted. */
 struct lc_node *lc_concatenate(int n, struct lc_node *const *arrays, int axis);
 struct lc_node *lc_stack(int n, struct lc_node *const *arrays, int axis);
-/* A row-major contiguous copy (a new reference to a when a is a leaf that is
- * already contiguous is NOT returned: the result is always a fresh node). */
-struct lc_node *lc_contiguous(struct lc_node *a);
+/* a with row-major contiguous data (or column-major, when allowed): shares
+ * a's buffer when its layout already qualifies, copies otherwise. */
+struct lc_node *lc_contiguous(struct lc_node *a, bool allow_col_major);
 
 enum lc_pad_mode { LC_PAD_CONSTANT, LC_PAD_EDGE };
 /* Pads the listed axes by low[i]/high[i] (>= 0). value: a one-element

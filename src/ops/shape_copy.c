@@ -44,18 +44,37 @@ int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int
   return lc_iter_runs(ndim, shape, 2, strides, base, copy_run, &c, true);
 }
 
-/* ---- contiguous ---- */
+/* ---- contiguous ----
+ * params: allow_col_major (int). Already row-major (or, when allowed,
+ * column-major) contiguous inputs are shared, as MLX does; others copy. */
+
+static bool col_major(const struct lc_node *x) {
+  int64_t expect = 1;
+  for (int i = 0; i < x->ndim; i++) {
+    if (x->shape[i] == 1) continue;
+    if (x->strides[i] != expect) return false;
+    expect *= x->shape[i];
+  }
+  return true;
+}
 
 static int copy_eval(struct lc_node *n) {
+  struct lc_node *in = n->in[0];
+  bool allow_col = n->params && *(const int *)n->params;
+  if (lc_node_is_contiguous(in) || (allow_col && col_major(in))) {
+    lc_node_set_view(n, in, in->strides, in->offset);
+    return 0;
+  }
   if (lc_node_alloc_data(n)) return 1;
-  lc_node_copy_out(n->in[0], n->buf->data);
+  lc_node_copy_out(in, n->buf->data);
   return 0;
 }
 
-const struct lc_prim lc_prim_copy = {.name = "copy", .eval_cpu = copy_eval};
+const struct lc_prim lc_prim_copy = {.name = "contiguous", .eval_cpu = copy_eval};
 
-struct lc_node *lc_contiguous(struct lc_node *a) {
-  return lc_node_new_op(LC_OP_COPY, a->dtype, a->ndim, a->shape, 1, &a, NULL, 0);
+struct lc_node *lc_contiguous(struct lc_node *a, bool allow_col_major) {
+  int p = allow_col_major;
+  return lc_node_new_op(LC_OP_COPY, a->dtype, a->ndim, a->shape, 1, &a, &p, sizeof p);
 }
 
 /* ---- concatenate ---- */

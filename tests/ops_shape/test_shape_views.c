@@ -286,6 +286,10 @@ static void test_errors(void) {
   CHECK_FAILS(mlx_unflatten(&r, x, 1, u, 0, S()), "cannot be empty");
   mlx_array sc = mlx_array_new_float(1.0f);
   CHECK_FAILS(mlx_diagonal(&r, sc, 0, 0, 1, S()), "at least two");
+  int *many = calloc(100000, sizeof(int));
+  CHECK_FAILS(mlx_reshape(&r, x, many, 100000, S()), "too many entries");
+  CHECK_FAILS(mlx_tile(&r, x, many, 100000, S()), "too many entries");
+  free(many);
   /* failures leave the result untouched */
   CHECK_SHAPE(r, 5);
   mlx_array_free(sc);
@@ -294,10 +298,38 @@ static void test_errors(void) {
   mlx_vector_array_free(v);
 }
 
+static void test_contiguous(void) {
+  int sh[2] = {300, 200};
+  mlx_array x = test_rand_f32(sh, 2, -1, 1), t = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_array_eval(x));
+  CHECK_OK(mlx_transpose(&t, x, S()));
+  size_t base = test_active_memory();
+  CHECK_OK(mlx_contiguous(&c, x, false, S())); /* already row-major: shared */
+  CHECK_OK(mlx_array_eval(c));
+  CHECK(test_active_memory() == base);
+  CHECK_OK(mlx_contiguous(&c, t, true, S())); /* column-major allowed: shared */
+  CHECK_OK(mlx_array_eval(c));
+  CHECK(test_active_memory() == base);
+  CHECK(mlx_array_strides(c)[0] == 1 && mlx_array_strides(c)[1] == 200);
+  CHECK_OK(mlx_contiguous(&c, t, false, S())); /* row-major required: a copy */
+  CHECK_OK(mlx_array_eval(c));
+  CHECK(test_active_memory() >= base + 300 * 200 * 4);
+  CHECK(mlx_array_strides(c)[0] == 300 && mlx_array_strides(c)[1] == 1);
+  const float *xd = mlx_array_data_float32(x), *cd = mlx_array_data_float32(c);
+  int ok = 1;
+  for (int i = 0; ok && i < 200; i++)
+    for (int j = 0; j < 300; j++) ok = ok && cd[i * 300 + j] == xd[j * 200 + i];
+  CHECK_MSG(ok, "contiguous copy of a transpose");
+  mlx_array_free(x);
+  mlx_array_free(t);
+  mlx_array_free(c);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
   test_no_copy();
+  test_contiguous();
   test_random_chains();
   test_lazy_and_dtypes();
   test_empty_and_scalar();
