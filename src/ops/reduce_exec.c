@@ -18,7 +18,9 @@
 #include "core/parallel.h"
 #include "ops/reduce.h"
 
-#define COL_BLOCK 256
+/* Accumulators per column block: wide enough that each reduced position
+ * reads a long contiguous slice (few TLB misses), small enough for L2. */
+#define COL_BLOCK 2048
 
 struct exec {
   const struct lc_rplan *p;
@@ -71,7 +73,12 @@ static void unit_range(const struct exec *e, int64_t unit, int64_t *io, int64_t 
 
 static void tasks(void *arg, int64_t lo, int64_t hi) {
   const struct exec *e = arg;
-  _Alignas(16) char local[COL_BLOCK * LC_RKERN_MAX_ASZ];
+  _Alignas(16) char one[LC_RKERN_MAX_ASZ];
+  char *local = one;
+  if (e->C && e->nchunk == 1) { /* reserved by lc_reduce_exec's probe */
+    local = malloc((size_t)COL_BLOCK * e->k->asz);
+    if (!local) return;
+  }
   for (int64_t t = lo; t < hi; t++) {
     int64_t unit = t / e->nchunk, c = t % e->nchunk, io, oo, cn;
     unit_range(e, unit, &io, &oo, &cn);
@@ -83,6 +90,7 @@ static void tasks(void *arg, int64_t lo, int64_t hi) {
     lc_rplan_runs(e->p, io, 0, rlo, rhi, e->C ? col_cb : row_cb, &f);
     if (e->nchunk == 1) e->k->fin(e->out + oo * (int64_t)e->osz, e->odt, acc, cn, e->scale);
   }
+  if (local != one) free(local);
 }
 
 int lc_reduce_exec(const struct lc_rplan *p, int kind, const struct lc_node *x,
@@ -118,6 +126,10 @@ int lc_reduce_exec(const struct lc_rplan *p, int kind, const struct lc_node *x,
   if (e.nchunk > 1) {
     e.partials = malloc((size_t)(ntask * width) * e.k->asz);
     if (!e.partials) return lc_error("out of memory");
+  } else if (col) { /* per-task accumulators are allocated by the tasks */
+    void *probe = malloc((size_t)COL_BLOCK * e.k->asz);
+    if (!probe) return lc_error("out of memory");
+    free(probe);
   }
   int64_t per_task = work / ntask > 0 ? work / ntask : 1;
   int64_t min_chunk = LC_PARALLEL_MIN / per_task > 0 ? LC_PARALLEL_MIN / per_task : 1;

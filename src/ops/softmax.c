@@ -4,6 +4,11 @@
  * (rewrites out; float16/bfloat16 recompute exp from x instead). Positions
  * are spread over threads; a few very long rows are instead split into
  * chunks with each phase run in parallel. */
+/* Selects on floats must if-convert for the exp loops to vectorise; FP
+ * exception flags are not observable here. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include "ops/softmax.h"
 
 #include <math.h>
@@ -17,9 +22,12 @@
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/reduce.h"
+#include "ops/reduce_math.h"
 #include "ops/reduce_plan.h"
 
 enum { PH_MAX, PH_EXP, PH_SCALE };
+
+#define SM_BLOCK 512
 
 struct sm_state {
   const char *x;
@@ -29,68 +37,109 @@ struct sm_state {
   int phase;
 };
 
-#define OP_MAXF(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
+/* ---- float kernels on contiguous blocks (vectorised) ---- */
 
-/* Phase callbacks. DT dtype, S storage, C compute type, EXP exp function,
- * DIRECT: the output can hold exp values exactly (no recompute). */
-#define SM_DEF(DT, S, C, EXP, DIRECT)                                                      \
-  static void sm_cb_##DT(void *ctx, int64_t io, int64_t oo, int64_t n, int64_t is,         \
-                         int64_t os) {                                                     \
-    struct sm_state *st = ctx;                                                             \
-    const S *x = (const S *)st->x + io;                                                    \
-    S *o = (S *)st->out + oo;                                                              \
-    if (st->phase == PH_MAX) {                                                             \
-      C m0 = (C)st->m, m1 = m0, m2 = m0, m3 = m0;                                          \
-      int64_t i = 0;                                                                       \
-      if (is == 1)                                                                         \
-        for (; i + 4 <= n; i += 4) {                                                       \
-          C v0 = lc_ld_##DT(x[i]), v1 = lc_ld_##DT(x[i + 1]);                              \
-          C v2 = lc_ld_##DT(x[i + 2]), v3 = lc_ld_##DT(x[i + 3]);                          \
-          m0 = OP_MAXF(m0, v0);                                                            \
-          m1 = OP_MAXF(m1, v1);                                                            \
-          m2 = OP_MAXF(m2, v2);                                                            \
-          m3 = OP_MAXF(m3, v3);                                                            \
-        }                                                                                  \
-      for (; i < n; i++) m0 = OP_MAXF(m0, lc_ld_##DT(x[i * is]));                          \
-      m0 = OP_MAXF(m0, m1);                                                                \
-      m2 = OP_MAXF(m2, m3);                                                                \
-      st->m = OP_MAXF(m0, m2);                                                             \
-    } else if (st->phase == PH_EXP) {                                                      \
-      C m = (C)st->m;                                                                      \
-      double s0 = 0, s1 = 0;                                                               \
-      int64_t i = 0;                                                                       \
-      if (is == 1 && os == 1)                                                              \
-        for (; i + 2 <= n; i += 2) {                                                       \
-          C e0 = EXP(lc_ld_##DT(x[i]) - m), e1 = EXP(lc_ld_##DT(x[i + 1]) - m);            \
-          if (DIRECT) {                                                                    \
-            o[i] = lc_st_##DT(e0);                                                         \
-            o[i + 1] = lc_st_##DT(e1);                                                     \
-          }                                                                                \
-          s0 += e0;                                                                        \
-          s1 += e1;                                                                        \
-        }                                                                                  \
-      for (; i < n; i++) {                                                                 \
-        C e = EXP(lc_ld_##DT(x[i * is]) - m);                                              \
-        if (DIRECT) o[i * os] = lc_st_##DT(e);                                             \
-        s0 += e;                                                                           \
-      }                                                                                    \
-      st->s += s0 + s1;                                                                    \
-    } else {                                                                               \
-      C inv = (C)st->inv;                                                                  \
-      if (DIRECT) {                                                                        \
-        for (int64_t i = 0; i < n; i++) o[i * os] = lc_st_##DT(lc_ld_##DT(o[i * os]) * inv); \
-      } else {                                                                             \
-        C m = (C)st->m;                                                                    \
-        for (int64_t i = 0; i < n; i++)                                                    \
-          o[i * os] = lc_st_##DT(EXP(lc_ld_##DT(x[i * is]) - m) * inv);                    \
-      }                                                                                    \
-    }                                                                                      \
+/* Max through order-preserving integer keys (an integer max reduction
+ * vectorises; float selects do not). A NaN may come out as the max or be
+ * skipped: either way it makes the row's sum NaN. */
+LC_SIMD_CLONES static float fmax_block(const float *x, int64_t n, float m0) {
+  int32_t m = INT32_MIN;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t b;
+    memcpy(&b, &x[i], 4);
+    int32_t k = b ^ ((b >> 31) & 0x7fffffff);
+    m = k > m ? k : m;
+  }
+  int32_t b = m ^ ((m >> 31) & 0x7fffffff);
+  float r;
+  memcpy(&r, &b, 4);
+  return n == 0 || m0 > r ? m0 : r;
+}
+
+/* e[i] = exp(x[i] - m); returns the sum (float lanes, folded in double). */
+LC_SIMD_CLONES static double fexp_block(float *restrict e, const float *restrict x, int64_t n,
+                                        float m) {
+  for (int64_t i = 0; i < n; i++) e[i] = lc_expf_fast(x[i] - m);
+  float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; k++) l[k] += e[i + k];
+  for (; i < n; i++) l[0] += e[i];
+  return (double)((l[0] + l[4]) + (l[1] + l[5])) + (double)((l[2] + l[6]) + (l[3] + l[7]));
+}
+
+LC_SIMD_CLONES static void fscale_block(float *o, int64_t n, float inv) {
+  for (int64_t i = 0; i < n; i++) o[i] *= inv;
+}
+
+/* ---- phase callbacks: blocks of SM_BLOCK elements, loaded as float ---- */
+
+#define SM_DEF(DT, S)                                                                       \
+  static void sm_cb_##DT(void *ctx, int64_t io, int64_t oo, int64_t n, int64_t is,          \
+                         int64_t os) {                                                      \
+    struct sm_state *st = ctx;                                                              \
+    const S *x = (const S *)st->x + io;                                                     \
+    S *o = (S *)st->out + oo;                                                               \
+    float tmp[SM_BLOCK], *t;                                                                \
+    for (int64_t i0 = 0; i0 < n; i0 += SM_BLOCK) {                                          \
+      int64_t bn = n - i0 < SM_BLOCK ? n - i0 : SM_BLOCK;                                   \
+      bool direct = DT == MLX_FLOAT32 && is == 1; /* read x in place */                    \
+      if (direct) {                                                                         \
+        t = (float *)(void *)(x + i0);                                                      \
+      } else if (st->phase != PH_SCALE || DT != MLX_FLOAT32) {                              \
+        for (int64_t j = 0; j < bn; j++) tmp[j] = lc_ld_##DT(x[(i0 + j) * is]);              \
+        t = tmp;                                                                            \
+      } else {                                                                              \
+        t = tmp;                                                                            \
+      }                                                                                     \
+      if (st->phase == PH_MAX) {                                                            \
+        st->m = fmax_block(t, bn, (float)st->m);                                            \
+      } else if (st->phase == PH_EXP && DT == MLX_FLOAT32) {                                \
+        /* float32 keeps the exp values in out for the scale phase */                      \
+        float *e = os == 1 ? (float *)(void *)(o + i0) : tmp;                               \
+        st->s += fexp_block(e, t, bn, (float)st->m);                                        \
+        if (os != 1)                                                                        \
+          for (int64_t j = 0; j < bn; j++) o[(i0 + j) * os] = lc_st_##DT(tmp[j]);           \
+      } else if (st->phase == PH_EXP) {                                                     \
+        st->s += fexp_block(tmp, t, bn, (float)st->m);                                      \
+      } else if (DT == MLX_FLOAT32) {                                                       \
+        if (os == 1) {                                                                      \
+          fscale_block((float *)(void *)(o + i0), bn, (float)st->inv);                      \
+        } else {                                                                            \
+          for (int64_t j = 0; j < bn; j++) tmp[j] = lc_ld_##DT(o[(i0 + j) * os]);           \
+          fscale_block(tmp, bn, (float)st->inv);                                            \
+          for (int64_t j = 0; j < bn; j++) o[(i0 + j) * os] = lc_st_##DT(tmp[j]);           \
+        }                                                                                   \
+      } else { /* half types: recompute exp from x */                                       \
+        fexp_block(tmp, t, bn, (float)st->m);                                               \
+        fscale_block(tmp, bn, (float)st->inv);                                              \
+        for (int64_t j = 0; j < bn; j++) o[(i0 + j) * os] = lc_st_##DT(tmp[j]);             \
+      }                                                                                     \
+    }                                                                                       \
   }
 
-SM_DEF(MLX_FLOAT32, float, float, expf, 1)
-SM_DEF(MLX_FLOAT64, double, double, exp, 1)
-SM_DEF(MLX_FLOAT16, uint16_t, float, expf, 0)
-SM_DEF(MLX_BFLOAT16, uint16_t, float, expf, 0)
+SM_DEF(MLX_FLOAT32, float)
+SM_DEF(MLX_FLOAT16, uint16_t)
+SM_DEF(MLX_BFLOAT16, uint16_t)
+
+/* float64: plain loops in double. */
+static void sm_cb_MLX_FLOAT64(void *ctx, int64_t io, int64_t oo, int64_t n, int64_t is,
+                              int64_t os) {
+  struct sm_state *st = ctx;
+  const double *x = (const double *)st->x + io;
+  double *o = (double *)st->out + oo;
+  if (st->phase == PH_MAX) {
+    double m = st->m;
+    for (int64_t i = 0; i < n; i++) m = x[i * is] > m ? x[i * is] : m;
+    st->m = m;
+  } else if (st->phase == PH_EXP) {
+    double s0 = 0;
+    for (int64_t i = 0; i < n; i++) s0 += o[i * os] = exp(x[i * is] - st->m);
+    st->s += s0;
+  } else {
+    for (int64_t i = 0; i < n; i++) o[i * os] *= st->inv;
+  }
+}
 
 static lc_rplan_run_fn sm_cb(mlx_dtype t) {
   switch (t) {
@@ -150,7 +199,7 @@ static int sm_long_row(struct sm_exec *e, int64_t o) {
   e->phase = PH_MAX;
   lc_parallel_for(nc, 1, sm_chunks, e);
   double m = -INFINITY;
-  for (int64_t c = 0; c < nc; c++) m = OP_MAXF(m, parts[c].m);
+  for (int64_t c = 0; c < nc; c++) m = parts[c].m > m ? parts[c].m : m;
   for (int64_t c = 0; c < nc; c++) parts[c].m = m;
   e->phase = PH_EXP;
   lc_parallel_for(nc, 1, sm_chunks, e);
