@@ -87,7 +87,7 @@ def main():
         if not silent:
             body.append('  lc_error("%s: not implemented in lace");' % name)
         if ret == "int":
-            body.append("  return 1;")
+            body.append("  return %d;" % (0 if silent else 1))
         elif ret == "bool":
             body.append("  return false;")
         elif ret == "size_t":
