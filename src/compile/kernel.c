@@ -23,6 +23,7 @@
 #include "ops/tuple.h"
 
 #define LC_FUSED_TILE 1024
+#define LC_FUSED_ROW_MIN 256 /* inner extent from which tiles follow rows */
 #define SLOT_BYTES 8 /* the widest element (float64, int64, complex64) */
 
 struct fin {
@@ -43,6 +44,11 @@ struct fctx {
   struct fin *in;
   char *obase[64];
   size_t osz[64];
+  /* row mode: merged dimensions, per-input strides (mst[k * mnd + d]) */
+  int mnd;
+  int64_t mdims[64], mout[64];
+  int64_t *mst;
+  int64_t row_tile;
 };
 
 /* Copies len elements starting at flat index t of input f into dst. */
@@ -91,15 +97,43 @@ static void gather(const struct fctx *c, const struct fin *f, int64_t t, int64_t
   }
 }
 
-static void run_chunk(void *arg, int64_t lo, int64_t hi) {
-  const struct fctx *c = arg;
+/* Runs the region's instructions on one tile of len elements starting at
+ * flat output index t, the inputs at iptr/istr. */
+static void run_tile(const struct fctx *c, char *scratch, size_t slot_bytes, int64_t t,
+                     int64_t len, const void *const *iptr, const int64_t *istr) {
   const struct lc_fused_hdr *h = c->h;
   const struct lc_fused_ins *ins = lc_fused_instrs(h);
+  const void *vptr[h->ninstr > 0 ? h->ninstr : 1];
+  for (int m = 0; m < h->ninstr; m++) {
+    const struct lc_fused_ins *x = &ins[m];
+    const void *a[LC_FUSED_MAXARG];
+    int64_t as[LC_FUSED_MAXARG];
+    for (int k = 0; k < x->nin; k++) {
+      int r = x->arg[k];
+      if (r < 0) {
+        a[k] = iptr[-r - 1];
+        as[k] = istr[-r - 1];
+      } else {
+        a[k] = vptr[r];
+        as[k] = 1;
+      }
+    }
+    void *out = x->out >= 0 ? c->obase[x->out] + t * (int64_t)c->osz[x->out]
+                            : scratch + slot_bytes * (size_t)x->slot;
+    const void *params = x->params_size ? (const char *)h + x->params_off : NULL;
+    lc_prims[x->op]->ew(len, out, (mlx_dtype)x->dtype, a, as, (mlx_dtype)x->in_dt, params);
+    vptr[m] = out;
+  }
+}
+
+/* Flat mode: tiles of the flat index space; inputs that are not one
+ * strided run over the whole space are gathered per tile. */
+static void run_flat(void *arg, int64_t lo, int64_t hi) {
+  const struct fctx *c = arg;
   int64_t T = hi - lo < LC_FUSED_TILE ? hi - lo : LC_FUSED_TILE;
   size_t slot_bytes = (size_t)T * SLOT_BYTES;
   char *scratch = c->nslots ? malloc(slot_bytes * (size_t)c->nslots) : NULL;
-  if (c->nslots && !scratch) return; /* reported by the caller's check below */
-  const void *vptr[h->ninstr > 0 ? h->ninstr : 1];
+  if (c->nslots && !scratch) return; /* the caller probed this allocation */
   const void *iptr[c->nin > 0 ? c->nin : 1];
   int64_t istr[c->nin > 0 ? c->nin : 1];
   for (int64_t t = lo; t < hi; t += T) {
@@ -116,28 +150,73 @@ static void run_chunk(void *arg, int64_t lo, int64_t hi) {
         istr[k] = 1;
       }
     }
-    for (int m = 0; m < h->ninstr; m++) {
-      const struct lc_fused_ins *x = &ins[m];
-      const void *a[LC_FUSED_MAXARG];
-      int64_t as[LC_FUSED_MAXARG];
-      for (int k = 0; k < x->nin; k++) {
-        int r = x->arg[k];
-        if (r < 0) {
-          a[k] = iptr[-r - 1];
-          as[k] = istr[-r - 1];
-        } else {
-          a[k] = vptr[r];
-          as[k] = 1;
-        }
-      }
-      void *out = x->out >= 0 ? c->obase[x->out] + t * (int64_t)c->osz[x->out]
-                              : scratch + slot_bytes * (size_t)x->slot;
-      const void *params = x->params_size ? (const char *)h + x->params_off : NULL;
-      lc_prims[x->op]->ew(len, out, (mlx_dtype)x->dtype, a, as, (mlx_dtype)x->in_dt, params);
-      vptr[m] = out;
-    }
+    run_tile(c, scratch, slot_bytes, t, len, iptr, istr);
   }
   free(scratch);
+}
+
+/* Row mode (long inner rows after merging dimensions): work units are
+ * tiles within one row, so every input is one strided run per tile. */
+static void run_rows(void *arg, int64_t lo, int64_t hi) {
+  const struct fctx *c = arg;
+  int64_t L = c->mdims[c->mnd - 1], T = c->row_tile, tpr = (L + T - 1) / T;
+  size_t slot_bytes = (size_t)T * SLOT_BYTES;
+  char *scratch = c->nslots ? malloc(slot_bytes * (size_t)c->nslots) : NULL;
+  if (c->nslots && !scratch) return;
+  const void *iptr[c->nin > 0 ? c->nin : 1];
+  int64_t istr[c->nin > 0 ? c->nin : 1];
+  int nd = c->mnd;
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t row = u / tpr, col0 = (u % tpr) * T, len = L - col0 < T ? L - col0 : T;
+    for (int k = 0; k < c->nin; k++) {
+      const int64_t *st = c->mst + (size_t)k * (size_t)nd;
+      int64_t off = col0 * st[nd - 1], rem = row;
+      for (int d = nd - 2; d >= 0; d--) {
+        off += (rem % c->mdims[d]) * st[d];
+        rem /= c->mdims[d];
+      }
+      iptr[k] = c->in[k].base + off * (int64_t)c->in[k].isz;
+      istr[k] = st[nd - 1];
+    }
+    run_tile(c, scratch, slot_bytes, row * L + col0, len, iptr, istr);
+  }
+  free(scratch);
+}
+
+/* Merges dimensions that are contiguous for every operand (inputs' broadcast
+ * strides and the row-major output), dropping extent-1 dimensions. */
+static void merge_dims(struct fctx *c, const int64_t *rs) {
+  int nd = 0, nin = c->nin;
+  for (int d = 0; d < c->ndim; d++) {
+    if (c->shape[d] == 1) continue;
+    bool merge = nd > 0 && c->mout[nd - 1] == rs[d] * c->shape[d];
+    for (int k = 0; merge && k < nin; k++)
+      if (c->in[k].st[d - 0] * c->shape[d] != c->mst[(size_t)k * (size_t)c->ndim + nd - 1])
+        merge = false;
+    if (merge) {
+      c->mdims[nd - 1] *= c->shape[d];
+      c->mout[nd - 1] = rs[d];
+      for (int k = 0; k < nin; k++) c->mst[(size_t)k * (size_t)c->ndim + nd - 1] = c->in[k].st[d];
+    } else {
+      c->mdims[nd] = c->shape[d];
+      c->mout[nd] = rs[d];
+      for (int k = 0; k < nin; k++) c->mst[(size_t)k * (size_t)c->ndim + nd] = c->in[k].st[d];
+      nd++;
+    }
+  }
+  /* repack strides from row length ndim to nd */
+  for (int k = 1; k < nin && nd != c->ndim; k++)
+    memmove(c->mst + (size_t)k * (size_t)nd, c->mst + (size_t)k * (size_t)c->ndim,
+            sizeof(int64_t) * (size_t)nd);
+  c->mnd = nd;
+}
+
+/* Whether scratch of nslots tiles of t elements can be had (so that a
+ * failure is reported before the parallel loop, whose chunks cannot). */
+static bool probe_scratch(int64_t t, int nslots) {
+  void *p = malloc((size_t)t * SLOT_BYTES * (size_t)nslots);
+  free(p);
+  return p != NULL;
 }
 
 static int fused_eval(struct lc_node *n) {
@@ -191,13 +270,24 @@ static int fused_eval(struct lc_node *n) {
     f->gslot = f->affine ? -1 : c.nslots++;
   }
   c.in = fins;
-  int64_t probe_t = c.size < LC_FUSED_TILE ? c.size : LC_FUSED_TILE;
-  if (c.nslots) { /* fail cleanly (reported) if scratch cannot be had */
-    void *probe = malloc((size_t)probe_t * SLOT_BYTES * (size_t)c.nslots);
-    if (!probe) return lc_error("out of memory");
-    free(probe);
+  int64_t mst[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
+  c.mst = mst;
+  merge_dims(&c, rs);
+  bool rows = c.mnd >= 1 && c.mdims[c.mnd - 1] >= LC_FUSED_ROW_MIN;
+  bool gathers = c.nslots > h->nslot;
+  if (rows && gathers) {
+    int64_t L = c.mdims[c.mnd - 1];
+    c.nslots = h->nslot;
+    c.row_tile = L < LC_FUSED_TILE ? L : LC_FUSED_TILE;
+    int64_t units = c.size / L * ((L + c.row_tile - 1) / c.row_tile);
+    if (c.nslots && !probe_scratch(c.row_tile, c.nslots)) return lc_error("out of memory");
+    int64_t min_units = LC_PARALLEL_MIN / c.row_tile;
+    lc_parallel_for(units, min_units > 0 ? min_units : 1, run_rows, &c);
+    return 0;
   }
-  lc_parallel_for(c.size, LC_PARALLEL_MIN, run_chunk, &c);
+  int64_t probe_t = c.size < LC_FUSED_TILE ? c.size : LC_FUSED_TILE;
+  if (c.nslots && !probe_scratch(probe_t, c.nslots)) return lc_error("out of memory");
+  lc_parallel_for(c.size, LC_PARALLEL_MIN, run_flat, &c);
   return 0;
 }
 

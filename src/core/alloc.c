@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-#define NCLASSES 64
+#define NCLASSES 84 /* classes up to ~4 GiB are cached */
 #define ALIGN 64
 
 struct free_block {
