@@ -214,7 +214,7 @@ int main(int argc, char **argv) {
   int shape[2] = {rows, cols}, row[2] = {1, cols}, vec[1] = {cols};
   double n = (double)rows * cols, fb = 4.0;
   printf("# bench_compile: %d threads, %dx%d float32\n", bench_threads(), rows, cols);
-  double copy_bw = bench_copy_bandwidth(bench_threads());
+  double copy_bw = bench_copy_bandwidth(bench_threads(), 0);
 
   mlx_array x = rand_arr(shape, 2), y = rand_arr(shape, 2);
   mlx_array c = rand_arr(row, 2), s = rand_arr(row, 2);
