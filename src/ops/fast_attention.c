@@ -3,8 +3,10 @@
  * Inputs (all of the output dtype T except a bool mask): q (B, Hq, qL, D),
  * k (B, Hkv, kL, D), v (B, Hkv, kL, Dv), then the mask broadcast to
  * (B, Hq, qL, kL) when present, then sinks (Hq,) when present. Query head h
- * reads kv head h / (Hq / Hkv). One task per query row: scores in float
- * (double for float64), softmax with the running max, weighted sum of v.
+ * reads kv head h / (Hq / Hkv). float16/bfloat16/float32 run the blocked
+ * float kernel of fast_sdpa_float.c; float64 runs the row kernel below
+ * (one task per query row, in double). Both: scores, softmax with the max
+ * subtracted, weighted sum of v.
  * Masking follows MLX: causal keeps key j for query i iff
  * j <= i + kL - qL; a false boolean (or causal) entry sets the score to the
  * lowest finite value of T (so a fully masked row averages v uniformly); an
@@ -21,6 +23,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_sdpa.h"
 #include "ops/prim.h"
 
 struct sdpa_params {
@@ -28,17 +31,6 @@ struct sdpa_params {
   int causal;
   int has_mask;
   int has_sinks;
-};
-
-struct sdpa_job {
-  const struct lc_node *q, *k, *v, *mask, *sinks;
-  const char *qd, *kd, *vd, *md, *sd;
-  char *out;
-  int B, Hq, Hkv, qL, kL, D, Dv;
-  float scale;
-  int causal;
-  double lowest; /* the lowest finite value of T */
-  atomic_int failed;
 };
 
 static double lowest_of(mlx_dtype t) {
@@ -59,7 +51,7 @@ static double lowest_of(mlx_dtype t) {
     return buf;                                                                           \
   }                                                                                       \
   static void sdpa_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                         \
-    struct sdpa_job *j = ctx;                                                             \
+    struct lc_sdpa_job *j = ctx;                                                             \
     const int D = j->D, Dv = j->Dv, kL = j->kL, qL = j->qL;                               \
     int dmax = D > Dv ? D : Dv;                                                           \
     C *sc = malloc(sizeof(C) * (size_t)(kL + Dv + D + dmax + 1));                         \
@@ -130,13 +122,13 @@ static double lowest_of(mlx_dtype t) {
     }                                                                                     \
     free(sc);                                                                             \
   }
-LC_FOR_FLOAT_DTYPES(SDPA_KERNEL)
+SDPA_KERNEL(MLX_FLOAT64, double, double)
 
 static int sdpa_eval(struct lc_node *n) {
   const struct sdpa_params *p = n->params;
   if (lc_node_alloc_data(n)) return 1;
   if (n->size == 0) return 0;
-  struct sdpa_job j = {.q = n->in[0], .k = n->in[1], .v = n->in[2], .out = n->buf->data,
+  struct lc_sdpa_job j = {.q = n->in[0], .k = n->in[1], .v = n->in[2], .out = n->buf->data,
                        .scale = p->scale, .causal = p->causal, .lowest = lowest_of(n->dtype)};
   int k = 3;
   if (p->has_mask) j.mask = n->in[k++];
@@ -157,14 +149,10 @@ static int sdpa_eval(struct lc_node *n) {
   int64_t rows = (int64_t)j.B * j.Hq * j.qL;
   int64_t work = (int64_t)j.kL * (j.D + j.Dv) + 1;
   int64_t chunk = work >= 8192 ? 1 : 8192 / work;
-  switch (n->dtype) {
-#define CASE(DT, S, C) \
-  case DT: lc_parallel_for(rows, chunk, sdpa_rows_##DT, &j); break;
-    LC_FOR_FLOAT_DTYPES(CASE)
-#undef CASE
-    default: return lc_error("scaled_dot_product_attention: unsupported dtype %s",
-                             lc_dtype_name(n->dtype));
-  }
+  if (n->dtype == MLX_FLOAT64)
+    lc_parallel_for(rows, chunk, sdpa_rows_MLX_FLOAT64, &j);
+  else
+    lc_sdpa_float(&j);
   if (atomic_load(&j.failed)) return lc_error("scaled_dot_product_attention: out of memory");
   return 0;
 }
