@@ -10,40 +10,6 @@
 #include "ops/shape.h"
 #include "ops/shape_internal.h"
 
-struct copy_ctx {
-  char *dst;
-  const char *src;
-  size_t isz;
-};
-
-static void copy_run(void *arg, int64_t n, const int64_t *offs, const int64_t *inner) {
-  struct copy_ctx *c = arg;
-  size_t isz = c->isz;
-  char *d = c->dst + offs[0] * (int64_t)isz;
-  const char *s = c->src + offs[1] * (int64_t)isz;
-  int64_t ds = inner[0] * (int64_t)isz, ss = inner[1] * (int64_t)isz;
-  if (inner[0] == 1 && inner[1] == 1) {
-    memcpy(d, s, (size_t)n * isz);
-    return;
-  }
-  switch (isz) {
-  case 1: for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss]; break;
-  case 2: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 2); break;
-  case 4: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 4); break;
-  case 8: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 8); break;
-  default: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, isz); break;
-  }
-}
-
-int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int64_t *dst_strides,
-                    int64_t dst_off, const void *src, const int64_t *src_strides,
-                    int64_t src_off) {
-  const int64_t *strides[2] = {dst_strides, src_strides};
-  int64_t base[2] = {dst_off, src_off};
-  struct copy_ctx c = {dst, src, isz};
-  return lc_iter_runs(ndim, shape, 2, strides, base, copy_run, &c, true);
-}
-
 /* ---- contiguous ----
  * params: allow_col_major (int). Already row-major (or, when allowed,
  * column-major) contiguous inputs are shared, as MLX does; others copy. */
@@ -66,8 +32,7 @@ static int copy_eval(struct lc_node *n) {
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;
-  lc_node_copy_out(in, n->buf->data);
-  return 0;
+  return lc_copy_node(in, n->buf->data);
 }
 
 const struct lc_prim lc_prim_copy = {.name = "contiguous", .eval_cpu = copy_eval};

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
+#include "ops/shape_internal.h"
 
 /* ---- reshape ---- */
 
@@ -57,8 +58,7 @@ static int reshape_eval(struct lc_node *n) {
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;
-  lc_node_copy_out(in, n->buf->data);
-  return 0;
+  return lc_copy_node(in, n->buf->data);
 }
 
 const struct lc_prim lc_prim_reshape = {
@@ -408,7 +408,10 @@ static int as_strided_eval(struct lc_node *n) {
     lc_node_release(tmp);
     return 1;
   }
-  lc_node_copy_out(in, tmp->buf->data);
+  if (lc_copy_node(in, tmp->buf->data)) {
+    lc_node_release(tmp);
+    return 1;
+  }
   lc_node_set_view(n, tmp, p->strides, p->offset);
   lc_node_release(tmp);
   return 0;

@@ -298,6 +298,80 @@ static void test_errors(void) {
   mlx_vector_array_free(v);
 }
 
+/* Copies of permuted, reversed views large enough for the tiled path:
+ * every permutation of a 3-d array, with and without reversed axes. */
+static void test_tiled_copies(void) {
+  int shape[3] = {37, 20, 45};
+  mlx_array x = test_rand_f32(shape, 3, -1, 1);
+  const float *xd = mlx_array_data_float32(x);
+  int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (int pi = 0; pi < 6; pi++)
+    for (int rev = 0; rev < 2; rev++) {
+      const int *p = perms[pi];
+      mlx_array t = mlx_array_new(), v = mlx_array_new(), c = mlx_array_new(), f = mlx_array_new();
+      CHECK_OK(mlx_transpose_axes(&t, x, p, 3, S()));
+      int start[3], stop[3], step[3], ts[3];
+      for (int i = 0; i < 3; i++) {
+        ts[i] = shape[p[i]];
+        bool r = rev && i != 1;
+        start[i] = r ? ts[i] - 1 : 0;
+        stop[i] = r ? -ts[i] - 1 : ts[i];
+        step[i] = r ? -1 : 1;
+      }
+      CHECK_OK(mlx_slice(&v, t, start, 3, stop, 3, step, 3, S()));
+      CHECK_OK(mlx_contiguous(&c, v, false, S()));
+      int flat = shape[0] * shape[1] * shape[2];
+      CHECK_OK(mlx_reshape(&f, v, &flat, 1, S())); /* the reshape copy path */
+      CHECK_OK(mlx_array_eval(c));
+      CHECK_OK(mlx_array_eval(f));
+      const float *cd = mlx_array_data_float32(c), *fd = mlx_array_data_float32(f);
+      int ok = cd && fd;
+      for (int a = 0; ok && a < ts[0]; a++)
+        for (int b = 0; ok && b < ts[1]; b++)
+          for (int k = 0; k < ts[2]; k++) {
+            int o[3] = {a, b, k}, idx[3];
+            for (int i = 0; i < 3; i++) idx[p[i]] = step[i] < 0 ? ts[i] - 1 - o[i] : o[i];
+            float want = xd[(idx[0] * shape[1] + idx[1]) * shape[2] + idx[2]];
+            int64_t lin = ((int64_t)a * ts[1] + b) * ts[2] + k;
+            if (cd[lin] != want || fd[lin] != want) {
+              ok = 0;
+              break;
+            }
+          }
+      CHECK_MSG(ok, "perm %d rev %d", pi, rev);
+      mlx_array_free(t);
+      mlx_array_free(v);
+      mlx_array_free(c);
+      mlx_array_free(f);
+    }
+  /* other element sizes: uint8 and int64 transposes */
+  int s2[2] = {70, 50};
+  uint8_t *bv = malloc(3500);
+  int64_t *lv = malloc(3500 * sizeof(int64_t));
+  for (int i = 0; i < 3500; i++) {
+    bv[i] = (uint8_t)(i * 13);
+    lv[i] = (int64_t)i * 1000003;
+  }
+  mlx_array b = mlx_array_new_data(bv, s2, 2, MLX_UINT8), l = mlx_array_new_data(lv, s2, 2, MLX_INT64);
+  mlx_array bt = mlx_array_new(), lt = mlx_array_new(), bc = mlx_array_new(), lc = mlx_array_new();
+  CHECK_OK(mlx_transpose(&bt, b, S()));
+  CHECK_OK(mlx_transpose(&lt, l, S()));
+  CHECK_OK(mlx_contiguous(&bc, bt, false, S()));
+  CHECK_OK(mlx_contiguous(&lc, lt, false, S()));
+  CHECK_OK(mlx_array_eval(bc));
+  CHECK_OK(mlx_array_eval(lc));
+  const uint8_t *bd = mlx_array_data_uint8(bc);
+  const int64_t *ld = mlx_array_data_int64(lc);
+  int ok = bd && ld;
+  for (int i = 0; ok && i < 50; i++)
+    for (int j = 0; j < 70; j++) ok = ok && bd[i * 70 + j] == bv[j * 50 + i] && ld[i * 70 + j] == lv[j * 50 + i];
+  CHECK_MSG(ok, "uint8/int64 transposed copies");
+  free(bv);
+  free(lv);
+  mlx_array all[] = {x, b, l, bt, lt, bc, lc};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) mlx_array_free(all[i]);
+}
+
 static void test_contiguous(void) {
   int sh[2] = {300, 200};
   mlx_array x = test_rand_f32(sh, 2, -1, 1), t = mlx_array_new(), c = mlx_array_new();
@@ -330,6 +404,7 @@ int main(void) {
   size_t base = test_active_memory();
   test_no_copy();
   test_contiguous();
+  test_tiled_copies();
   test_random_chains();
   test_lazy_and_dtypes();
   test_empty_and_scalar();
