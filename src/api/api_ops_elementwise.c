@@ -164,3 +164,21 @@ int mlx_divmod(mlx_vector_array *res, const mlx_array a, const mlx_array b, cons
   lc_node_release(qr[1]);
   return rc;
 }
+
+int mlx_allclose(mlx_array *res, const mlx_array a, const mlx_array b, double rtol, double atol,
+                 bool equal_nan, const mlx_stream s) {
+  LC_CHECK_RES("mlx_allclose", res);
+  LC_CHECK_ARR("mlx_allclose", a);
+  LC_CHECK_ARR("mlx_allclose", b);
+  if (lc_api_check_stream("mlx_allclose", s)) return 1;
+  return lc_api_set(res, lc_allclose(lc_arr(a), lc_arr(b), rtol, atol, equal_nan));
+}
+
+int mlx_array_equal(mlx_array *res, const mlx_array a, const mlx_array b, bool equal_nan,
+                    const mlx_stream s) {
+  LC_CHECK_RES("mlx_array_equal", res);
+  LC_CHECK_ARR("mlx_array_equal", a);
+  LC_CHECK_ARR("mlx_array_equal", b);
+  if (lc_api_check_stream("mlx_array_equal", s)) return 1;
+  return lc_api_set(res, lc_array_equal(lc_arr(a), lc_arr(b), equal_nan));
+}

@@ -8,6 +8,7 @@
 #include "core/iter.h"
 #include "ops/binary.h"
 #include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "ops/tuple.h"
 #include "ops/unary.h"
 #include "ops/vmath.h"
@@ -484,4 +485,24 @@ struct lc_node *lc_scalar_for(struct lc_node *a, double v) {
   mlx_dtype t = a->dtype;
   if (!lc_dtype_is_inexact(t) && (!lc_dtype_is_int(t) || v != floor(v))) t = MLX_FLOAT32;
   return lc_node_new_scalar(t, v);
+}
+
+/* all() over every axis of n (consumed); NULL passes through. */
+static struct lc_node *all_of(struct lc_node *n) {
+  if (!n) return NULL;
+  int axes[n->ndim > 0 ? n->ndim : 1];
+  for (int i = 0; i < n->ndim; i++) axes[i] = i;
+  struct lc_node *r = lc_all(n, axes, n->ndim, false);
+  lc_node_release(n);
+  return r;
+}
+
+struct lc_node *lc_allclose(struct lc_node *a, struct lc_node *b, double rtol, double atol,
+                            bool equal_nan) {
+  return all_of(lc_isclose(a, b, rtol, atol, equal_nan));
+}
+
+struct lc_node *lc_array_equal(struct lc_node *a, struct lc_node *b, bool equal_nan) {
+  if (!lc_shape_equal(a->ndim, a->shape, b->ndim, b->shape)) return lc_node_new_scalar(MLX_BOOL, 0);
+  return all_of(lc_equal_nan(a, b, equal_nan));
 }

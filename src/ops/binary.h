@@ -58,6 +58,13 @@ struct lc_node *lc_clip(struct lc_node *a, struct lc_node *lo, struct lc_node *h
 struct lc_node *lc_isclose(struct lc_node *a, struct lc_node *b, double rtol, double atol,
                            bool equal_nan);
 
+/* all(isclose(...)) as a 0-d bool. */
+struct lc_node *lc_allclose(struct lc_node *a, struct lc_node *b, double rtol, double atol,
+                            bool equal_nan);
+/* 0-d bool: same shape and all elements equal (after promotion); NaN equal
+ * to NaN when equal_nan. Different shapes give false, not an error. */
+struct lc_node *lc_array_equal(struct lc_node *a, struct lc_node *b, bool equal_nan);
+
 /* Convenience for op writers: a op scalar, the scalar made an array of a's
  * dtype when a is inexact, else of float32 when v is not an integer, else
  * of a's dtype (so x * 2 keeps int32, x * 0.5 of int32 gives float32). */

@@ -271,6 +271,65 @@ static void test_promotion(void) {
   mlx_array_free(r);
 }
 
+/* ---- allclose, array_equal ---- */
+
+static bool item_bool(mlx_array r) {
+  bool v = false;
+  CHECK(mlx_array_ndim(r) == 0 && mlx_array_dtype(r) == MLX_BOOL);
+  CHECK_OK(mlx_array_item_bool(&v, r));
+  return v;
+}
+
+static void test_allclose(void) {
+  float av[6] = {1, 2, NAN, INFINITY, -5, 0}, bv[6] = {1.001f, 2, NAN, INFINITY, -5, 1e-9f};
+  int s23[2] = {2, 3}, s3[1] = {3}, s6[1] = {6};
+  mlx_array a = mlx_array_new_data(av, s23, 2, MLX_FLOAT32), b = mlx_array_new_data(bv, s23, 2, MLX_FLOAT32);
+  mlx_array r = mlx_array_new();
+  CHECK_OK(mlx_allclose(&r, a, b, 1e-2, 1e-8, true, S()));
+  CHECK(item_bool(r));
+  CHECK_OK(mlx_allclose(&r, a, b, 1e-2, 1e-8, false, S())); /* NaN != NaN */
+  CHECK(!item_bool(r));
+  CHECK_OK(mlx_allclose(&r, a, b, 1e-5, 1e-8, true, S())); /* 1 vs 1.001 */
+  CHECK(!item_bool(r));
+  CHECK_OK(mlx_array_equal(&r, a, a, true, S()));
+  CHECK(item_bool(r));
+  CHECK_OK(mlx_array_equal(&r, a, a, false, S()));
+  CHECK(!item_bool(r));
+  CHECK_OK(mlx_array_equal(&r, a, b, true, S()));
+  CHECK(!item_bool(r));
+  /* different shapes: false, not an error */
+  mlx_array c = mlx_array_new_data(av, s6, 1, MLX_FLOAT32);
+  CHECK_OK(mlx_array_equal(&r, a, c, true, S()));
+  CHECK(!item_bool(r));
+  /* different dtypes compare values; a transposed view equals its copy */
+  int32_t iv[6] = {1, 2, 3, 4, 5, 6};
+  float fv[6] = {1, 2, 3, 4, 5, 6};
+  mlx_array i = mlx_array_new_data(iv, s23, 2, MLX_INT32), f = mlx_array_new_data(fv, s23, 2, MLX_FLOAT32);
+  CHECK_OK(mlx_array_equal(&r, i, f, false, S()));
+  CHECK(item_bool(r));
+  mlx_array t = mlx_array_new(), tc = mlx_array_new();
+  CHECK_OK(mlx_transpose(&t, i, S()));
+  CHECK_OK(mlx_copy(&tc, t, S()));
+  CHECK_OK(mlx_array_equal(&r, t, tc, false, S()));
+  CHECK(item_bool(r));
+  /* allclose broadcasts */
+  mlx_array row = mlx_array_new_data(fv, s3, 1, MLX_FLOAT32), two = mlx_array_new_data(fv, s23, 2, MLX_FLOAT32);
+  CHECK_OK(mlx_allclose(&r, two, row, 1e-5, 1e-8, false, S()));
+  CHECK(!item_bool(r));
+  CHECK_FAILS(mlx_allclose(&r, a, c, 1e-5, 1e-8, false, S()), "cannot be broadcast");
+  CHECK_FAILS(mlx_array_equal(&r, a, (mlx_array){NULL}, false, S()), "empty");
+  mlx_array_free(row);
+  mlx_array_free(two);
+  mlx_array_free(t);
+  mlx_array_free(tc);
+  mlx_array_free(i);
+  mlx_array_free(f);
+  mlx_array_free(c);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(r);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void) {
@@ -359,6 +418,7 @@ int main(void) {
   test_integer_rules();
   test_promotion();
   test_errors();
+  test_allclose();
   test_large();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
