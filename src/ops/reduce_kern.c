@@ -317,17 +317,38 @@ static void cvar_merge(void *acc, const void *bv, int64_t n) {
 
 /* Runs: exact two-pass mean/M2 per block of BLOCK elements, then merged. */
 #define VAR_DEF(DT, S, C)                                                         \
-  static void var_run_##DT(void *acc, const void *xv, int64_t n, int64_t s) {     \
+  LC_SIMD_CLONES static void var_run_##DT(void *acc, const void *xv, int64_t n, int64_t s) { \
     const S *x = xv;                                                              \
     for (int64_t i = 0; i < n; i += BLOCK) {                                      \
       int64_t m = n - i < BLOCK ? n - i : BLOCK;                                  \
       const S *b = x + i * s;                                                     \
-      double sum = 0, m2 = 0;                                                     \
-      for (int64_t j = 0; j < m; j++) sum += (double)lc_ld_##DT(b[j * s]);        \
-      double mean = sum / (double)m;                                              \
-      for (int64_t j = 0; j < m; j++) {                                           \
-        double d = (double)lc_ld_##DT(b[j * s]) - mean;                           \
-        m2 += d * d;                                                              \
+      double mean = 0, m2 = 0;                                                    \
+      if (s == 1) {                                                               \
+        double l[4] = {0, 0, 0, 0};                                               \
+        int64_t j = 0;                                                            \
+        for (; j + 4 <= m; j += 4)                                                \
+          for (int k = 0; k < 4; k++) l[k] += (double)lc_ld_##DT(b[j + k]);       \
+        for (; j < m; j++) l[0] += (double)lc_ld_##DT(b[j]);                      \
+        mean = ((l[0] + l[1]) + (l[2] + l[3])) / (double)m;                       \
+        double q[4] = {0, 0, 0, 0};                                               \
+        for (j = 0; j + 4 <= m; j += 4)                                           \
+          for (int k = 0; k < 4; k++) {                                           \
+            double d = (double)lc_ld_##DT(b[j + k]) - mean;                       \
+            q[k] += d * d;                                                        \
+          }                                                                       \
+        for (; j < m; j++) {                                                      \
+          double d = (double)lc_ld_##DT(b[j]) - mean;                             \
+          q[0] += d * d;                                                          \
+        }                                                                         \
+        m2 = (q[0] + q[1]) + (q[2] + q[3]);                                       \
+      } else {                                                                    \
+        double sum = 0;                                                           \
+        for (int64_t j = 0; j < m; j++) sum += (double)lc_ld_##DT(b[j * s]);      \
+        mean = sum / (double)m;                                                   \
+        for (int64_t j = 0; j < m; j++) {                                         \
+          double d = (double)lc_ld_##DT(b[j * s]) - mean;                         \
+          m2 += d * d;                                                            \
+        }                                                                         \
       }                                                                           \
       vmerge(acc, (double)m, mean, m2);                                           \
     }                                                                             \
@@ -422,32 +443,63 @@ static void lse_merge(void *acc, const void *bv, int64_t n) {
   const struct lacc *b = bv;
   for (int64_t i = 0; i < n; i++) lmerge(&a[i], b[i].m, b[i].s);
 }
+/* Block max of floats through integer keys; *nan set when any is NaN. */
+static inline float fblock_max(const float *t, int64_t m, int *nan) {
+  int32_t km = INT32_MIN;
+  int nn = 0;
+  for (int64_t j = 0; j < m; j++) {
+    int32_t b;
+    memcpy(&b, &t[j], 4);
+    int32_t k = b ^ ((b >> 31) & 0x7fffffff);
+    km = k > km ? k : km;
+    nn |= t[j] != t[j];
+  }
+  int32_t b = km ^ ((km >> 31) & 0x7fffffff);
+  float r;
+  memcpy(&r, &b, 4);
+  *nan = nn;
+  return r;
+}
+/* Sum of exp(t[j] - fm), t overwritten. */
+static inline double fblock_expsum(float *t, int64_t m, float fm) {
+  for (int64_t j = 0; j < m; j++) t[j] = lc_expf_fast(t[j] - fm);
+  float l[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t j = 0;
+  for (; j + 8 <= m; j += 8)
+    for (int k = 0; k < 8; k++) l[k] += t[j + k];
+  for (; j < m; j++) l[0] += t[j];
+  return (double)((l[0] + l[4]) + (l[1] + l[5])) + (double)((l[2] + l[6]) + (l[3] + l[7]));
+}
+
+/* Runs: per block, max then sum of exp(x - max), merged. Types that fit a
+ * float exactly use the vectorised float exp; the others double exp. */
 #define LSE_DEF(DT, S, C)                                                         \
-  LC_SIMD_CLONES static void lse_run_##DT(void *acc, const void *xv, int64_t n, int64_t s) {     \
+  LC_SIMD_CLONES static void lse_run_##DT(void *acc, const void *xv, int64_t n, int64_t s) { \
     const S *x = xv;                                                              \
+    float t[BLOCK];                                                               \
     for (int64_t i = 0; i < n; i += BLOCK) {                                      \
       int64_t m = n - i < BLOCK ? n - i : BLOCK;                                  \
       const S *b = x + i * s;                                                     \
       double mx = -INFINITY, sum = 0;                                             \
-      for (int64_t j = 0; j < m; j++) {                                           \
-        double v = lc_ld_##DT(b[j * s]);                                          \
-        mx = OP_MAXF(mx, v);                                                      \
-      }                                                                           \
-      if (isfinite(mx) && LSE_FLOAT_##DT) {                                       \
-        float l[8] = {0, 0, 0, 0, 0, 0, 0, 0}, fm = (float)mx, t[BLOCK];           \
-        int64_t j = 0;                                                            \
+      if (LSE_FLOAT_##DT) {                                                       \
         if (s == 1)                                                               \
-          for (j = 0; j < m; j++) t[j] = lc_expf_fast((float)lc_ld_##DT(b[j]) - fm); \
+          for (int64_t j = 0; j < m; j++) t[j] = (float)lc_ld_##DT(b[j]);         \
         else                                                                      \
-          for (j = 0; j < m; j++) t[j] = lc_expf_fast((float)lc_ld_##DT(b[j * s]) - fm); \
-        for (j = 0; j + 8 <= m; j += 8)                                           \
-          for (int k = 0; k < 8; k++) l[k] += t[j + k];                           \
-        for (; j < m; j++) l[0] += t[j];                                          \
-        for (int k = 0; k < 8; k++) sum += l[k];                                  \
-      } else if (isfinite(mx))                                                    \
-        for (int64_t j = 0; j < m; j++) sum += exp((double)lc_ld_##DT(b[j * s]) - mx); \
-      else                                                                        \
-        sum = 1;                                                                  \
+          for (int64_t j = 0; j < m; j++) t[j] = (float)lc_ld_##DT(b[j * s]);     \
+        int nan;                                                                  \
+        float fm = fblock_max(t, m, &nan);                                        \
+        mx = nan ? (double)NAN : (double)fm;                                      \
+        sum = isfinite(mx) ? fblock_expsum(t, m, fm) : 1;                         \
+      } else {                                                                    \
+        for (int64_t j = 0; j < m; j++) {                                         \
+          double v = (double)lc_ld_##DT(b[j * s]);                                \
+          mx = OP_MAXF(mx, v);                                                    \
+        }                                                                         \
+        if (isfinite(mx))                                                         \
+          for (int64_t j = 0; j < m; j++) sum += exp((double)lc_ld_##DT(b[j * s]) - mx); \
+        else                                                                      \
+          sum = 1;                                                                \
+      }                                                                           \
       lmerge(acc, mx, sum);                                                       \
     }                                                                             \
   }                                                                               \

@@ -62,6 +62,21 @@ static inline double logaddexp(double a, double b) {
                               int64_t oj, int64_t L, int64_t C, bool rev, bool incl) {     \
     const S *x = xv;                                                                       \
     SO *o = ov;                                                                            \
+    if (C == 1) { /* one line: a plain sequential loop */                                 \
+      A a = (INIT);                                                                        \
+      int64_t k = rev ? L - 1 : 0, step = rev ? -1 : 1;                                    \
+      if (incl)                                                                            \
+        for (int64_t t = 0; t < L; t++, k += step) {                                       \
+          a = OP(a, LD(x[k * xs]));                                                        \
+          o[k * os] = ST(a);                                                               \
+        }                                                                                  \
+      else                                                                                 \
+        for (int64_t t = 0; t < L; t++, k += step) {                                       \
+          o[k * os] = ST(a);                                                               \
+          a = OP(a, LD(x[k * xs]));                                                        \
+        }                                                                                  \
+      return;                                                                              \
+    }                                                                                      \
     A acc[SCAN_BLOCK];                                                                     \
     for (int64_t j0 = 0; j0 < C; j0 += SCAN_BLOCK) {                                       \
       int64_t cn = C - j0 < SCAN_BLOCK ? C - j0 : SCAN_BLOCK;                              \
