@@ -1,5 +1,5 @@
 /* Public matmul-family ops (ops.h): checks, then ops/linalg.h.
- * block_masked_mm, gather_mm and segmented_mm are not implemented (stubs). */
+ * block_masked_mm and segmented_mm are not implemented (stubs). */
 #include <limits.h>
 
 #include "api/api.h"
@@ -48,4 +48,16 @@ int mlx_tensordot_axis(mlx_array *res, const mlx_array a, const mlx_array b, int
   LC_CHECK_ARR("mlx_tensordot_axis", b);
   if (lc_api_check_stream("mlx_tensordot_axis", s)) return 1;
   return lc_api_set(res, lc_tensordot_axis(lc_arr(a), lc_arr(b), axis));
+}
+
+/* sorted_indices is a performance hint in MLX; results do not depend on it. */
+int mlx_gather_mm(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_array lhs_indices,
+                  const mlx_array rhs_indices, bool sorted_indices, const mlx_stream s) {
+  LC_CHECK_RES("mlx_gather_mm", res);
+  LC_CHECK_ARR("mlx_gather_mm", a);
+  LC_CHECK_ARR("mlx_gather_mm", b);
+  if (lc_api_check_stream("mlx_gather_mm", s)) return 1;
+  (void)sorted_indices;
+  return lc_api_set(res, lc_gather_mm(lc_arr(a), lc_arr(b), lc_arr(lhs_indices),
+                                      lc_arr(rhs_indices)));
 }

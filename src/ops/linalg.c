@@ -10,14 +10,18 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
+#include "ops/shape.h"
 
 struct matmul_params {
   int nb;      /* leading batch dimensions shared by every input and the output */
   int a_split; /* a: rows are dims [nb, a_split), columns [a_split, ndim) */
   int b_split; /* b: likewise */
   int has_c;   /* third input c (output's shape): out = alpha * a @ b + beta * c */
+  int gather;  /* gather_mm: a and b have one flattened batch dim; inputs 2 and 3 are
+                  uint32 indices (the output's batch shape) choosing a's and b's matrix */
   float alpha, beta;
 };
 
@@ -189,13 +193,26 @@ static int matmul_eval(struct lc_node *n) {
   const struct lc_node *xa = n->in[0], *xb = n->in[1];
   struct operand A, B;
   int64_t idx[p->nb > 0 ? p->nb : 1];
-  if (operand_init(&A, xa, p->nb, p->a_split)) return 1;
-  if (operand_init(&B, xb, p->nb, p->b_split)) {
-    operand_free(&A);
+  int64_t M, K, N, batches = 1;
+  for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
+  uint32_t *gi = NULL; /* gather: a's then b's index per batch */
+  if (p->gather) {
+    if (!(gi = malloc(sizeof(uint32_t) * 2 * (size_t)batches)))
+      return lc_error("gather_mm: out of memory");
+    lc_node_copy_out(n->in[2], gi);
+    lc_node_copy_out(n->in[3], gi + batches);
+  }
+  int onb = p->gather ? 1 : p->nb;
+  if (operand_init(&A, xa, onb, p->a_split)) {
+    free(gi);
     return 1;
   }
-  int64_t M = A.R, K = A.C, N = B.C, batches = 1;
-  for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
+  if (operand_init(&B, xb, onb, p->b_split)) {
+    operand_free(&A);
+    free(gi);
+    return 1;
+  }
+  M = A.R, K = A.C, N = B.C;
   mlx_dtype ot = n->dtype, ct = compute_type(ot);
   bool blas = lc_dtype_is_inexact(ot);
   size_t csz = lc_dtype_size(ct);
@@ -208,7 +225,7 @@ static int matmul_eval(struct lc_node *n) {
   int64_t a_rows_stride = 0, fold_rows = 0;
   bool bconst = true;
   for (int d = 0; d < p->nb; d++) bconst &= B.bstr[d] == 0 || n->shape[d] == 1;
-  bool fold = blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
+  bool fold = !p->gather && blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
               group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
   if (fold) {
     M *= batches;
@@ -238,6 +255,16 @@ static int matmul_eval(struct lc_node *n) {
   int64_t aoff = 0, boff = 0;
   for (int64_t bi = 0; bi < batches; bi++) {
     char *out = (char *)work + bi * M * N * (int64_t)csz;
+    if (p->gather) {
+      uint32_t ia = gi[bi], ib = gi[batches + bi];
+      if (ia >= (uint32_t)xa->shape[0] || ib >= (uint32_t)xb->shape[0]) {
+        rc = lc_error("gather_mm: index (%u, %u) out of range for %d and %d matrices", ia, ib,
+                      xa->shape[0], xb->shape[0]);
+        break;
+      }
+      aoff = (int64_t)ia * A.bstr[0];
+      boff = (int64_t)ib * B.bstr[0];
+    }
     if (!blas) {
       naive(ot, M, N, K, A.base + aoff * (int64_t)csz, A.rs, A.cs, B.base + boff * (int64_t)csz,
             B.rs, B.cs, out);
@@ -261,7 +288,7 @@ static int matmul_eval(struct lc_node *n) {
       gemm(ct, ta, tb, M, N, K, p->alpha, pa, lda, pb, ldb, beta, out, N);
     }
     /* advance the batch index (row-major over the output's batch dims) */
-    for (int d = p->nb - 1; d >= 0; d--) {
+    for (int d = p->gather ? -1 : p->nb - 1; d >= 0; d--) {
       aoff += A.bstr[d];
       boff += B.bstr[d];
       if (++idx[d] < n->shape[d]) break;
@@ -277,6 +304,7 @@ done:
   if (work != n->buf->data && work) lc_free(work, work_bytes);
   operand_free(&A);
   operand_free(&B);
+  free(gi);
   return rc;
 }
 
@@ -493,4 +521,94 @@ struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b) {
   struct lc_node *o = lc_node_new_op(LC_OP_MATMUL, r->dtype, 2, shape, 2, in, &p, sizeof p);
   lc_node_release(r);
   return o;
+}
+
+/* ---- gather_mm ---- */
+
+/* idx (borrowed) as uint32, or arange over x's batch (x.shape[:-2]). */
+static struct lc_node *gather_indices(struct lc_node *idx, struct lc_node *x) {
+  if (idx) {
+    if (!lc_dtype_is_int(idx->dtype)) {
+      lc_error("gather_mm: got indices with invalid dtype %s; indices must be integral",
+               lc_dtype_name(idx->dtype));
+      return NULL;
+    }
+    return lc_astype(idx, MLX_UINT32);
+  }
+  int nb = x->ndim - 2;
+  int64_t total = lc_shape_size(nb, x->shape);
+  struct lc_node *r = lc_arange(0, (double)total, 1, MLX_UINT32);
+  struct lc_node *v = r ? lc_reshape(r, nb, x->shape) : NULL;
+  lc_node_release(r);
+  return v;
+}
+
+struct lc_node *lc_gather_mm(struct lc_node *a_in, struct lc_node *b_in, struct lc_node *lhs,
+                             struct lc_node *rhs) {
+  if (!lhs && !rhs) return lc_matmul(a_in, b_in);
+  if (a_in->ndim == 0 || b_in->ndim == 0) {
+    lc_error("gather_mm: got 0 dimension input; inputs must have at least one dimension");
+    return NULL;
+  }
+  mlx_dtype t = lc_dtype_promote(a_in->dtype, b_in->dtype);
+  if (!lc_dtype_is_float(t)) {
+    lc_error("gather_mm: only real floating point types are supported but %s and %s were "
+             "provided which results in %s", lc_dtype_name(a_in->dtype),
+             lc_dtype_name(b_in->dtype), lc_dtype_name(t));
+    return NULL;
+  }
+  int zero = 0, one = 1;
+  struct lc_node *a = NULL, *b = NULL, *a3 = NULL, *b3 = NULL, *li = NULL, *ri = NULL;
+  struct lc_node *lb = NULL, *rb = NULL, *r = NULL, *ca = NULL, *cb = NULL;
+  int *oshape = NULL, nb;
+  a = a_in->ndim == 1 ? lc_expand_dims(a_in, 1, &zero) : lc_node_retain(a_in);
+  b = b_in->ndim == 1 ? lc_expand_dims(b_in, 1, &one) : lc_node_retain(b_in);
+  if (!a || !b) goto out;
+  int M = a->shape[a->ndim - 2], K = a->shape[a->ndim - 1], N = b->shape[b->ndim - 1];
+  if (K != b->shape[b->ndim - 2]) {
+    char sa[128], sb[128];
+    lc_error("gather_mm: last dimension of first input with shape %s must match second to last "
+             "dimension of second input with shape %s",
+             lc_shape_str(a->ndim, a->shape, sa, sizeof sa),
+             lc_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    goto out;
+  }
+  if (!(li = gather_indices(lhs, a)) || !(ri = gather_indices(rhs, b))) goto out;
+  int cap = (li->ndim > ri->ndim ? li->ndim : ri->ndim) + 2;
+  if (!(oshape = malloc(sizeof(int) * (size_t)cap))) {
+    lc_error("gather_mm: out of memory");
+    goto out;
+  }
+  if (lc_broadcast_shapes("gather_mm", li->ndim, li->shape, ri->ndim, ri->shape, &nb, oshape))
+    goto out;
+  if (!(lb = lc_broadcast_to(li, nb, oshape)) || !(rb = lc_broadcast_to(ri, nb, oshape))) goto out;
+  int s3a[3] = {-1, M, K}, s3b[3] = {-1, K, N};
+  if (!(ca = lc_astype(a, t)) || !(cb = lc_astype(b, t))) goto out;
+  if (!(a3 = lc_reshape(ca, 3, s3a)) || !(b3 = lc_reshape(cb, 3, s3b))) goto out;
+  oshape[nb] = M;
+  oshape[nb + 1] = N;
+  struct matmul_params p = {.nb = nb, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
+  struct lc_node *in[4] = {a3, b3, lb, rb};
+  r = lc_node_new_op(LC_OP_MATMUL, t, nb + 2, oshape, 4, in, &p, sizeof p);
+  if (r && (a_in->ndim == 1 || b_in->ndim == 1)) {
+    int axes[2], na = 0;
+    if (a_in->ndim == 1) axes[na++] = nb;
+    if (b_in->ndim == 1) axes[na++] = nb + 1;
+    struct lc_node *sq = lc_squeeze(r, na, axes);
+    lc_node_release(r);
+    r = sq;
+  }
+out:
+  lc_node_release(a);
+  lc_node_release(b);
+  lc_node_release(ca);
+  lc_node_release(cb);
+  lc_node_release(a3);
+  lc_node_release(b3);
+  lc_node_release(li);
+  lc_node_release(ri);
+  lc_node_release(lb);
+  lc_node_release(rb);
+  free(oshape);
+  return r;
 }

@@ -27,6 +27,11 @@ struct lc_node *lc_tensordot(struct lc_node *a, struct lc_node *b, const int *ax
 /* The last `axis` dimensions of a with the first `axis` of b. */
 struct lc_node *lc_tensordot_axis(struct lc_node *a, struct lc_node *b, int axis);
 struct lc_node *lc_inner(struct lc_node *a, struct lc_node *b);
+/* MLX's gather_mm: lhs/rhs (integer, either may be NULL = every matrix in
+ * order) pick matrices of a and b over their flattened batch dimensions;
+ * the result has the indices' broadcast shape + (M, N). */
+struct lc_node *lc_gather_mm(struct lc_node *a, struct lc_node *b, struct lc_node *lhs,
+                             struct lc_node *rhs);
 /* (a.size, b.size): a flattened times b flattened; any dtype. */
 struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b);
 

@@ -264,12 +264,67 @@ static void test_public_views(void) {
   mlx_array_free(r);
 }
 
+static void test_gather_mm(void) {
+  mlx_stream s = test_stream();
+  const int E = 4, F = 2, M = 3, K = 5, N = 6;
+  int sa[3] = {E, M, K}, sb[3] = {F, K, N};
+  mlx_array a = test_rand_f32(sa, 3, -1, 1), b = test_rand_f32(sb, 3, -1, 1), r = mlx_array_new();
+  double *av = test_values(a), *bv = test_values(b);
+  int32_t li[3] = {3, 0, 3}, ri[2] = {1, 0};
+  int s3[1] = {3}, s21[2] = {2, 1};
+  mlx_array lix = mlx_array_new_data(li, s3, 1, MLX_INT32), rix = mlx_array_new_data(ri, s21, 2, MLX_INT32);
+  CHECK_OK(mlx_gather_mm(&r, a, b, lix, rix, false, s));
+  CHECK_SHAPE(r, 2, 3, M, N);
+  double ref[2 * 3 * M * N];
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      ref_matmul(av + li[j] * M * K, K, 1, bv + ri[i] * K * N, N, 1, M, K, N,
+                 ref + (i * 3 + j) * M * N);
+  CHECK_CLOSE(r, ref, (size_t)(2 * 3 * M * N), 1e-5, 1e-5);
+  /* no lhs indices: a's batch in order (a has 2 matrices here) */
+  int sa2[3] = {2, M, K};
+  mlx_array a2 = test_rand_f32(sa2, 3, -1, 1), none = mlx_array_new();
+  double *a2v = test_values(a2);
+  int32_t r2[2] = {1, 1};
+  int s2[1] = {2};
+  mlx_array r2x = mlx_array_new_data(r2, s2, 1, MLX_INT32);
+  CHECK_OK(mlx_gather_mm(&r, a2, b, none, r2x, true, s));
+  CHECK_SHAPE(r, 2, M, N);
+  for (int i = 0; i < 2; i++)
+    ref_matmul(a2v + i * M * K, K, 1, bv + K * N, N, 1, M, K, N, ref + i * M * N);
+  CHECK_CLOSE(r, ref, (size_t)(2 * M * N), 1e-5, 1e-5);
+  /* no indices at all: plain matmul */
+  CHECK_OK(mlx_gather_mm(&r, a2, b, none, none, false, s));
+  CHECK_SHAPE(r, 2, M, N);
+  /* out-of-range index fails at evaluation; float indices are refused */
+  int32_t bad[1] = {7};
+  int s1[1] = {1};
+  mlx_array bx = mlx_array_new_data(bad, s1, 1, MLX_INT32);
+  CHECK_OK(mlx_gather_mm(&r, a, b, bx, rix, false, s));
+  CHECK_FAILS(mlx_array_eval(r), "out of range");
+  mlx_array fi = mlx_array_new_float(1.0f);
+  CHECK_FAILS(mlx_gather_mm(&r, a, b, fi, rix, false, s), "integral");
+  mlx_array_free(fi);
+  mlx_array_free(bx);
+  free(av);
+  free(bv);
+  free(a2v);
+  mlx_array_free(r2x);
+  mlx_array_free(a2);
+  mlx_array_free(lix);
+  mlx_array_free(rix);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(r);
+}
+
 int main(void) {
   test_init();
   size_t before = test_active_memory();
   test_fixtures();
   test_views();
   test_public_views();
+  test_gather_mm();
   test_special();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
