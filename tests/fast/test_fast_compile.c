@@ -1,7 +1,8 @@
 /* The demo's building blocks under mlx_compile: an attention block (RMSNorm,
  * projections, RoPE with a dynamic offset, grouped-query causal attention,
  * residual, LayerNorm) gives the same values compiled and uncompiled, for
- * new inputs on cached replays and for a new shape (retrace). */
+ * new inputs on cached replays and for a new shape (retrace, or shapeless
+ * replay). */
 #include "test.h"
 
 enum { DM = 64, H = 4, HKV = 2, HD = 16 };
@@ -69,11 +70,9 @@ static double *run(mlx_closure f, mlx_vector_array in, size_t *n) {
   return v;
 }
 
-int main(void) {
-  test_init();
-  size_t base = test_active_memory();
+static void check_mode(bool shapeless) {
   mlx_closure f = mlx_closure_new_func_payload(block, NULL, NULL), cf = mlx_closure_new();
-  CHECK_OK(mlx_compile(&cf, f, false));
+  CHECK_OK(mlx_compile(&cf, f, shapeless));
   /* (T, position offset, seed): cases 1 and 2 differ only in the offset */
   int cases[4][3] = {{5, 0, 1}, {5, 17, 2}, {5, 3, 2}, {9, 40, 3}};
   double *prev = NULL;
@@ -81,7 +80,8 @@ int main(void) {
     mlx_vector_array in = inputs(cases[c][0], cases[c][1], cases[c][2]);
     size_t n = 0, nc = 0;
     double *ref = run(f, in, &n), *got = run(cf, in, &nc);
-    CHECK(ref && got && n == nc && n == (size_t)cases[c][0] * DM);
+    CHECK_MSG(ref && got && n == nc && n == (size_t)cases[c][0] * DM, "shapeless %d case %d",
+              shapeless, c);
     if (ref && got && n == nc) {
       mlx_vector_array out = mlx_vector_array_new();
       mlx_array y = mlx_array_new();
@@ -102,6 +102,13 @@ int main(void) {
   free(prev);
   mlx_closure_free(f);
   mlx_closure_free(cf);
+}
+
+int main(void) {
+  test_init();
+  size_t base = test_active_memory();
+  check_mode(false);
+  check_mode(true);
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, baseline %zu",
             test_active_memory(), base);
