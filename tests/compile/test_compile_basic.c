@@ -590,6 +590,125 @@ static void test_fused_broadcast_astype(void) {
   mlx_closure_free(f);
 }
 
+
+/* f(x) = sum(x, -1, keepdims) + x: reductions have no shape rule, so
+ * shapeless compile traces again for a new shape (correct results). */
+static int fun_reduce(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  struct payload *p = pl;
+  p->calls++;
+  mlx_array x = mlx_array_new(), s = mlx_array_new(), t = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0);
+  int rc = mlx_sum_axis(&s, x, -1, true, test_stream());
+  if (!rc) rc = mlx_add(&t, s, x, test_stream());
+  if (!rc) rc = mlx_vector_array_append_value(*res, t);
+  mlx_array_free(x);
+  mlx_array_free(s);
+  mlx_array_free(t);
+  return rc;
+}
+
+static void test_shapeless_fallback(void) {
+  struct payload p = {0};
+  mlx_closure f = mlx_closure_new_func_payload(fun_reduce, &p, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, true));
+  int s1[2] = {3, 4}, s2[2] = {5, 2};
+  for (int i = 0; i < 4; i++) {
+    mlx_array x = test_rand_f32(i % 2 ? s2 : s1, 2, -1, 1);
+    mlx_array r = call1(cf, 1, &x, NULL);
+    mlx_vector_array vin = mlx_vector_array_new_data(&x, 1), out = mlx_vector_array_new();
+    mlx_closure_apply(&out, f, vin);
+    mlx_array ref = mlx_array_new();
+    mlx_vector_array_get(&ref, out, 0);
+    CHECK_MSG(same_bits(r, ref), "shapeless reduction result %d", i);
+    mlx_array_free(x);
+    mlx_array_free(r);
+    mlx_array_free(ref);
+    mlx_vector_array_free(vin);
+    mlx_vector_array_free(out);
+  }
+  /* 4 reference calls + one trace per distinct shape */
+  CHECK_MSG(p.calls == 6, "%d calls", p.calls);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
+/* The outer function builds a compiled inner closure capturing an array
+ * that depends on the outer function's (traced) input. */
+static int fun_capture_inner(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  struct payload *p = pl;
+  mlx_array x = mlx_array_new(), t = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0);
+  int rc = mlx_add(&t, x, p->captured, test_stream());
+  if (!rc) rc = mlx_vector_array_append_value(*res, t);
+  mlx_array_free(x);
+  mlx_array_free(t);
+  return rc;
+}
+static int fun_capture_outer(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  struct payload ip = {0};
+  ip.captured = mlx_array_new();
+  mlx_vector_array_get(&ip.captured, in, 0); /* a traced placeholder */
+  mlx_closure g = mlx_closure_new_func_payload(fun_capture_inner, &ip, NULL), cg = mlx_closure_new();
+  int rc = mlx_compile(&cg, g, false);
+  mlx_array one = mlx_array_new_float(1.0f);
+  mlx_array r = rc ? mlx_array_new() : call1(cg, 1, &one, &rc);
+  if (!rc) rc = mlx_vector_array_append_value(*res, r);
+  mlx_array_free(r);
+  mlx_array_free(one);
+  mlx_array_free(ip.captured);
+  mlx_closure_free(cg);
+  mlx_closure_free(g);
+  return rc;
+}
+
+static void test_capture_of_outer_tracer(void) {
+  mlx_closure f = mlx_closure_new_func_payload(fun_capture_outer, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array x = mlx_array_new_float(2.0f);
+  int rc;
+  mlx_array r = call1(cf, 1, &x, &rc);
+  CHECK(rc != 0);
+  CHECK_MSG(strstr(test_last_error, "enclosing traced function") != NULL, "message: %s",
+            test_last_error);
+  /* uncompiled, the same function works */
+  mlx_vector_array vin = mlx_vector_array_new_data(&x, 1), out = mlx_vector_array_new();
+  CHECK_OK(mlx_closure_apply(&out, f, vin));
+  mlx_vector_array_free(vin);
+  mlx_vector_array_free(out);
+  mlx_array_free(r);
+  mlx_array_free(x);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
+/* Placeholders have no data: evaluating one that escaped a trace fails. */
+static mlx_array leaked;
+static int fun_leak(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0);
+  mlx_array_set(&leaked, x);
+  int rc = mlx_vector_array_append_value(*res, x);
+  mlx_array_free(x);
+  return rc;
+}
+
+static void test_placeholder_eval_error(void) {
+  leaked = mlx_array_new();
+  mlx_closure f = mlx_closure_new_func_payload(fun_leak, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array x = mlx_array_new_float(2.0f);
+  mlx_array r = call1(cf, 1, &x, NULL);
+  CHECK(r.ctx == x.ctx); /* identity function: the input itself */
+  CHECK_FAILS(mlx_array_eval(leaked), "traced");
+  mlx_array_free(r);
+  mlx_array_free(x);
+  mlx_array_free(leaked);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -603,6 +722,9 @@ int main(void) {
   test_identity_constant_multi();
   test_cache_control();
   test_fused_broadcast_astype();
+  test_shapeless_fallback();
+  test_capture_of_outer_tracer();
+  test_placeholder_eval_error();
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, baseline %zu",
             test_active_memory(), base);

@@ -92,7 +92,18 @@ static int sub_shape(const int *base, int nd, int *out) {
 }
 
 static mlx_array rand_array(const int *shape, int nd, mlx_dtype dt) {
-  mlx_array a = test_rand_f32(shape, nd, -2, 2);
+  mlx_array a;
+  if (nd >= 2 && test_randint(0, 3) == 0) { /* a transposed (non-contiguous) view */
+    int rev[3];
+    for (int d = 0; d < nd; d++) rev[d] = shape[nd - 1 - d];
+    mlx_array t = test_rand_f32(rev, nd, -2, 2);
+    a = mlx_array_new();
+    mlx_transpose(&a, t, test_stream());
+    mlx_array_eval(a);
+    mlx_array_free(t);
+  } else {
+    a = test_rand_f32(shape, nd, -2, 2);
+  }
   if (dt != MLX_FLOAT32) {
     mlx_array b = mlx_array_new();
     mlx_astype(&b, a, dt, test_stream());
