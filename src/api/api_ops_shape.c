@@ -6,6 +6,7 @@
 
 #include "api/api.h"
 #include "api/handles.h"
+#include "ops/binary.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
@@ -451,5 +452,35 @@ int mlx_trace(mlx_array *res, const mlx_array a, int offset, int axis1, int axis
   struct lc_node *r = c ? lc_sum(c, &last, 1, false) : NULL;
   lc_node_release(d);
   lc_node_release(c);
+  return lc_api_set(res, r);
+}
+
+/* kron(a, b): a's axes interleaved with b's (both right-aligned to the
+ * larger rank), multiplied with broadcasting, then merged pairwise. */
+int mlx_kron(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_stream s) {
+  API_PROLOGUE("mlx_kron", res, a);
+  LC_CHECK_ARR("mlx_kron", b);
+  struct lc_node *x = lc_arr(a), *y = lc_arr(b);
+  if (x->size == 0 || y->size == 0) return lc_error("mlx_kron: input arrays cannot be empty");
+  int nd = x->ndim > y->ndim ? x->ndim : y->ndim;
+  if (nd > LC_API_MAX_DIMS / 2) return lc_error("mlx_kron: too many dimensions");
+  int xs[2 * nd > 0 ? 2 * nd : 1], ys[2 * nd > 0 ? 2 * nd : 1], os[nd > 0 ? nd : 1];
+  for (int i = 0; i < nd; i++) {
+    int dx = i < nd - x->ndim ? 1 : x->shape[i - (nd - x->ndim)];
+    int dy = i < nd - y->ndim ? 1 : y->shape[i - (nd - y->ndim)];
+    xs[2 * i] = dx;
+    xs[2 * i + 1] = 1;
+    ys[2 * i] = 1;
+    ys[2 * i + 1] = dy;
+    if ((int64_t)dx * dy > INT_MAX) return lc_error("mlx_kron: result is too large");
+    os[i] = dx * dy;
+  }
+  struct lc_node *rx = lc_reshape(x, 2 * nd, xs);
+  struct lc_node *ry = rx ? lc_reshape(y, 2 * nd, ys) : NULL;
+  struct lc_node *m = ry ? lc_multiply(rx, ry) : NULL;
+  struct lc_node *r = m ? lc_reshape(m, nd, os) : NULL;
+  lc_node_release(rx);
+  lc_node_release(ry);
+  lc_node_release(m);
   return lc_api_set(res, r);
 }

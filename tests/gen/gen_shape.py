@@ -88,6 +88,10 @@ def apply(y, op, p):
         return np.stack([y, 2 * y], axis=p[0])
     if op == "trace":
         return np.trace(y, p[0], p[1], p[2])
+    if op == "kron_self_t":  # kron(y, y.T[:2])
+        return np.kron(y, y.T[:2])
+    if op == "kron_vec":  # kron(y, [1, -2, 3])
+        return np.kron(y, np.array([1, -2, 3], np.float32))
     if op == "contiguous":
         return np.ascontiguousarray(y)
     raise ValueError(op)
@@ -165,6 +169,9 @@ add("diag_mat", (4, 5), [("diag", (-1,))])
 add("trace", (4, 5), [("trace", (0, 0, 1))])
 add("trace_off", (3, 4, 5), [("trace", (-1, 2, 0))])
 add("trace_t", (4, 4), [("transpose_all", ()), ("trace", (2, -1, -2))])
+add("kron", (2, 3), [("kron_self_t", ())])
+add("kron_vec", (2, 2, 2), [("kron_vec", ())])
+add("kron_scalar", (), [("kron_vec", ())])
 add("contiguous_t", (3, 4), [("transpose_all", ()), ("contiguous", ())])
 
 

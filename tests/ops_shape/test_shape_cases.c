@@ -111,6 +111,25 @@ static int apply(mlx_array *r, mlx_array y, const struct shape_step *st) {
     return rc;
   }
   if (!strcmp(op, "trace")) return mlx_trace(r, y, p[0], p[1], p[2], MLX_FLOAT32, s);
+  if (!strcmp(op, "kron_self_t") || !strcmp(op, "kron_vec")) {
+    mlx_array other = mlx_array_new(), t = mlx_array_new();
+    int rc;
+    if (!strcmp(op, "kron_vec")) {
+      float v[3] = {1, -2, 3};
+      int s3 = 3;
+      other = mlx_array_new_data(v, &s3, 1, MLX_FLOAT32);
+      rc = 0;
+    } else {
+      int st[2] = {0, 0}, sp[2] = {2, 2}, one[2] = {1, 1};
+      rc = mlx_transpose(&t, y, s);
+      sp[1] = (int)mlx_array_shape(t)[1];
+      if (!rc) rc = mlx_slice(&other, t, st, 2, sp, 2, one, 2, s);
+    }
+    if (!rc) rc = mlx_kron(r, y, other, s);
+    mlx_array_free(other);
+    mlx_array_free(t);
+    return rc;
+  }
   if (!strcmp(op, "contiguous")) return mlx_contiguous(r, y, false, s);
   fprintf(stderr, "unknown step %s\n", op);
   return 1;

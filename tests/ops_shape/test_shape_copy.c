@@ -144,6 +144,13 @@ static void test_errors_misc(void) {
   int s1[1] = {3};
   mlx_array v = mlx_array_new_data(iv, s1, 1, MLX_INT32);
   CHECK_FAILS(mlx_trace(&t, v, 0, 0, 1, MLX_INT32, S()), "at least two");
+  int s0[1] = {0};
+  mlx_array e = mlx_array_new_data(iv, s0, 1, MLX_INT32);
+  CHECK_FAILS(mlx_kron(&t, m, e, S()), "cannot be empty");
+  CHECK_OK(mlx_kron(&t, m, v, S())); /* int32 (3,3) x (3,) -> (3,9) */
+  CHECK_SHAPE(t, 3, 9);
+  CHECK(mlx_array_dtype(t) == MLX_INT32);
+  mlx_array_free(e);
   mlx_array_free(m);
   mlx_array_free(t);
   mlx_array_free(v);
