@@ -182,3 +182,17 @@ int mlx_array_equal(mlx_array *res, const mlx_array a, const mlx_array b, bool e
   if (lc_api_check_stream("mlx_array_equal", s)) return 1;
   return lc_api_set(res, lc_array_equal(lc_arr(a), lc_arr(b), equal_nan));
 }
+
+int mlx_to_fp8(mlx_array *res, const mlx_array x, const mlx_stream s) {
+  LC_CHECK_RES("mlx_to_fp8", res);
+  LC_CHECK_ARR("mlx_to_fp8", x);
+  if (lc_api_check_stream("mlx_to_fp8", s)) return 1;
+  return lc_api_set(res, lc_to_fp8(lc_arr(x)));
+}
+
+int mlx_from_fp8(mlx_array *res, const mlx_array x, mlx_dtype dtype, const mlx_stream s) {
+  LC_CHECK_RES("mlx_from_fp8", res);
+  LC_CHECK_ARR("mlx_from_fp8", x);
+  if (lc_api_check_stream("mlx_from_fp8", s)) return 1;
+  return lc_api_set(res, lc_from_fp8(lc_arr(x), dtype));
+}

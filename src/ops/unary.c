@@ -333,6 +333,54 @@ static void nan_to_num_kernel(int64_t n, void *out, mlx_dtype out_dt, const void
 }
 PRIM(nan_to_num)
 
+/* ---- fp8 (e4m3: 4 exponent bits, bias 7, 3 mantissa bits), as MLX ----
+ * to_fp8 rounds to nearest even; magnitudes >= 480, infinities and NaN
+ * saturate to 448 (0x7e); from_fp8 maps every code to a finite value
+ * (0x7f reads as 480), as MLX's ConvertFP8. */
+
+static inline uint8_t to_fp8(float f) {
+  uint32_t bits = lc_vm_u32(f), sign = bits & 0x80000000u, a = bits ^ sign;
+  uint32_t r;
+  if (a >= 0x43f00000u) /* >= 480, inf, NaN */
+    r = 0x7e;
+  else if (a < 0x3c800000u) /* below 2^-6: subnormal codes, multiples of 2^-9 */
+    r = (uint32_t)rintf(lc_vm_f32(a) * 512.0f);
+  else
+    r = (a + ((uint32_t)(7 - 127) << 23) + 0x7ffffu + ((a >> 20) & 1)) >> 20;
+  return (uint8_t)(r | (sign >> 24));
+}
+
+static inline float from_fp8(uint8_t u) {
+  int e = (u >> 3) & 15, m = u & 7;
+  float v = e ? lc_vm_f32((uint32_t)(e + 120) << 23 | (uint32_t)m << 20) : (float)m * 0x1p-9f;
+  return (u & 0x80) ? -v : v;
+}
+
+#define TOFP8_F(v, C) to_fp8((float)(v))
+LC_LOOPS_FLOAT_TO(U, to_fp8, uint8_t, TOFP8_F, TOFP8_F)
+LC_KERNEL(to_fp8, LC_CASES_FLOAT(LC_UCASE, to_fp8))
+PRIM(to_fp8)
+
+#define FROMFP8_F(v, C) from_fp8(v)
+U(LC_EW_HOT, from_fp8_f32, uint8_t, uint8_t, float, LC_ID, LC_ID, FROMFP8_F)
+U(, from_fp8_f64, uint8_t, uint8_t, double, LC_ID, LC_ID, FROMFP8_F)
+U(, from_fp8_f16, uint8_t, uint8_t, uint16_t, LC_ID, lc_f32_to_f16, FROMFP8_F)
+U(, from_fp8_bf16, uint8_t, uint8_t, uint16_t, LC_ID, lc_f32_to_bf16, FROMFP8_F)
+/* in_dt is uint8; the output dtype picks the loop. */
+static void from_fp8_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,
+                            const int64_t *is, mlx_dtype in_dt, const void *params) {
+  (void)in_dt;
+  (void)params;
+  switch (out_dt) {
+  case MLX_FLOAT32: from_fp8_f32(n, out, in[0], is[0]); break;
+  case MLX_FLOAT64: from_fp8_f64(n, out, in[0], is[0]); break;
+  case MLX_FLOAT16: from_fp8_f16(n, out, in[0], is[0]); break;
+  case MLX_BFLOAT16: from_fp8_bf16(n, out, in[0], is[0]); break;
+  default: break;
+  }
+}
+PRIM(from_fp8)
+
 /* ---- views ---- */
 
 static int stop_gradient_eval(struct lc_node *n) {
@@ -634,4 +682,24 @@ struct lc_node *lc_nan_to_num(struct lc_node *a, double nan, bool has_posinf, do
                                          : 3.3895313892515355e38; /* bfloat16 max */
   struct nan_to_num_params p = {nan, has_posinf ? posinf : big, has_neginf ? neginf : -big};
   return lc_ew_new(LC_OP_NAN_TO_NUM, a->dtype, 1, &a, &p, sizeof p);
+}
+
+struct lc_node *lc_to_fp8(struct lc_node *a) {
+  if (!lc_dtype_is_float(a->dtype)) {
+    lc_error("to_fp8: only real floating types are supported, got %s", lc_dtype_name(a->dtype));
+    return NULL;
+  }
+  return un(LC_OP_TO_FP8, a, MLX_UINT8);
+}
+
+struct lc_node *lc_from_fp8(struct lc_node *a, mlx_dtype t) {
+  if (a->dtype != MLX_UINT8) {
+    lc_error("from_fp8: input must have type uint8, got %s", lc_dtype_name(a->dtype));
+    return NULL;
+  }
+  if (!lc_dtype_is_float(t)) {
+    lc_error("from_fp8: only real floating types are supported, got %s", lc_dtype_name(t));
+    return NULL;
+  }
+  return un(LC_OP_FROM_FP8, a, t);
 }

@@ -72,5 +72,8 @@ struct lc_node *lc_view(struct lc_node *a, mlx_dtype t);
  * to the dtype's largest finite values. Non-float input is returned as is. */
 struct lc_node *lc_nan_to_num(struct lc_node *a, double nan, bool has_posinf, double posinf,
                               bool has_neginf, double neginf);
+/* float -> uint8 fp8 (e4m3) codes, and back (to a float dtype t), as MLX. */
+struct lc_node *lc_to_fp8(struct lc_node *a);
+struct lc_node *lc_from_fp8(struct lc_node *a, mlx_dtype t);
 
 #endif

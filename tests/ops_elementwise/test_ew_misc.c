@@ -330,6 +330,47 @@ static void test_allclose(void) {
   mlx_array_free(r);
 }
 
+/* ---- fp8 ---- */
+
+static void test_fp8(void) {
+  uint8_t codes[256];
+  double want[256];
+  for (int c = 0; c < 256; c++) {
+    codes[c] = (uint8_t)c;
+    int e = (c >> 3) & 15, m = c & 7;
+    double v = e ? ldexp(1.0 + m / 8.0, e - 7) : ldexp(m, -9);
+    want[c] = (c & 0x80) ? -v : v;
+  }
+  int n = 256;
+  mlx_array u = mlx_array_new_data(codes, &n, 1, MLX_UINT8), f = mlx_array_new(), back = mlx_array_new();
+  CHECK_OK(mlx_from_fp8(&f, u, MLX_FLOAT32, S()));
+  CHECK(mlx_array_dtype(f) == MLX_FLOAT32);
+  CHECK_CLOSE(f, want, 256, 0, 0);
+  CHECK_OK(mlx_to_fp8(&back, f, S()));
+  CHECK(mlx_array_dtype(back) == MLX_UINT8);
+  double codes_back[256];
+  for (int c = 0; c < 256; c++) codes_back[c] = (c & 0x7f) == 0x7f ? (c | 0x7e) & 0xfe : c;
+  CHECK_CLOSE(back, codes_back, 256, 0, 0);
+  mlx_array h = mlx_array_new();
+  CHECK_OK(mlx_from_fp8(&h, u, MLX_BFLOAT16, S()));
+  CHECK_CLOSE(h, want, 256, 0, 0);
+  float special[10] = {1.0625f, 1.1875f, 500.0f, NAN, -INFINITY, 0x1p-10f, 3 * 0x1p-10f, -0.0f,
+                       448.0f, 0.0155f};
+  double sc[10] = {0x38, 0x3a, 0x7e, 0x7e, 0xfe, 0x00, 0x02, 0x80, 0x7e, 0x08};
+  int ten = 10;
+  mlx_array x = mlx_array_new_data(special, &ten, 1, MLX_FLOAT32);
+  CHECK_OK(mlx_to_fp8(&back, x, S()));
+  CHECK_CLOSE(back, sc, 10, 0, 0);
+  CHECK_FAILS(mlx_to_fp8(&back, u, S()), "floating");
+  CHECK_FAILS(mlx_from_fp8(&back, x, MLX_FLOAT32, S()), "uint8");
+  CHECK_FAILS(mlx_from_fp8(&back, u, MLX_INT32, S()), "floating");
+  mlx_array_free(x);
+  mlx_array_free(h);
+  mlx_array_free(u);
+  mlx_array_free(f);
+  mlx_array_free(back);
+}
+
 /* ---- errors ---- */
 
 static void test_errors(void) {
@@ -419,6 +460,7 @@ int main(void) {
   test_promotion();
   test_errors();
   test_allclose();
+  test_fp8();
   test_large();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
