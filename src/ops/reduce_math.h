@@ -15,8 +15,10 @@
  * target_clones, x86-64 only); the baseline build stays portable. Floating
  * point contraction is off in ISO C mode, so both clones compute the same
  * results. */
+/* Sanitizer builds go without: the load-time resolvers run before the
+ * sanitizer runtime is initialised (TSan crashes in them). */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    !defined(LACE_NO_CLONES)
+    !defined(LACE_NO_CLONES) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define LC_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define LC_SIMD_CLONES
