@@ -1,5 +1,5 @@
 /* Public matmul-family ops (ops.h): checks, then ops/linalg.h.
- * block_masked_mm and segmented_mm are not implemented (stubs). */
+ * block_masked_mm is not implemented (stub). */
 #include <limits.h>
 
 #include "api/api.h"
@@ -60,4 +60,14 @@ int mlx_gather_mm(mlx_array *res, const mlx_array a, const mlx_array b, const ml
   (void)sorted_indices;
   return lc_api_set(res, lc_gather_mm(lc_arr(a), lc_arr(b), lc_arr(lhs_indices),
                                       lc_arr(rhs_indices)));
+}
+
+int mlx_segmented_mm(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_array segments,
+                     const mlx_stream s) {
+  LC_CHECK_RES("mlx_segmented_mm", res);
+  LC_CHECK_ARR("mlx_segmented_mm", a);
+  LC_CHECK_ARR("mlx_segmented_mm", b);
+  LC_CHECK_ARR("mlx_segmented_mm", segments);
+  if (lc_api_check_stream("mlx_segmented_mm", s)) return 1;
+  return lc_api_set(res, lc_segmented_mm(lc_arr(a), lc_arr(b), lc_arr(segments)));
 }

@@ -22,6 +22,8 @@ struct matmul_params {
   int has_c;   /* third input c (output's shape): out = alpha * a @ b + beta * c */
   int gather;  /* gather_mm: a and b have one flattened batch dim; inputs 2 and 3 are
                   uint32 indices (the output's batch shape) choosing a's and b's matrix */
+  int segmented; /* segmented_mm: a (M, K), b (K, N); input 2 holds uint32 [start, end)
+                    pairs, one per output batch, restricting the contraction to them */
   float alpha, beta;
 };
 
@@ -196,13 +198,13 @@ static int matmul_eval(struct lc_node *n) {
   int64_t M, K, N, batches = 1;
   for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
   uint32_t *gi = NULL; /* gather: a's then b's index per batch */
-  if (p->gather) {
-    if (!(gi = malloc(sizeof(uint32_t) * 2 * (size_t)batches)))
-      return lc_error("gather_mm: out of memory");
+  if (p->gather || p->segmented) {
+    if (!(gi = malloc(sizeof(uint32_t) * 2 * (size_t)(batches > 0 ? batches : 1))))
+      return lc_error("matmul: out of memory");
     lc_node_copy_out(n->in[2], gi);
-    lc_node_copy_out(n->in[3], gi + batches);
+    if (p->gather) lc_node_copy_out(n->in[3], gi + batches);
   }
-  int onb = p->gather ? 1 : p->nb;
+  int onb = p->gather ? 1 : p->segmented ? 0 : p->nb;
   if (operand_init(&A, xa, onb, p->a_split)) {
     free(gi);
     return 1;
@@ -225,7 +227,7 @@ static int matmul_eval(struct lc_node *n) {
   int64_t a_rows_stride = 0, fold_rows = 0;
   bool bconst = true;
   for (int d = 0; d < p->nb; d++) bconst &= B.bstr[d] == 0 || n->shape[d] == 1;
-  bool fold = !p->gather && blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
+  bool fold = !p->gather && !p->segmented && blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
               group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
   if (fold) {
     M *= batches;
@@ -265,10 +267,22 @@ static int matmul_eval(struct lc_node *n) {
       aoff = (int64_t)ia * A.bstr[0];
       boff = (int64_t)ib * B.bstr[0];
     }
+    int64_t kb = K; /* this batch's contraction length */
+    if (p->segmented) {
+      uint32_t ks = gi[2 * bi], ke = gi[2 * bi + 1];
+      if (ks > K || ke > K) {
+        rc = lc_error("segmented_mm: segment [%u, %u) is out of range for K = %lld", ks, ke,
+                      (long long)K);
+        break;
+      }
+      kb = ke > ks ? ke - ks : 0;
+      aoff = (int64_t)ks * A.cs;
+      boff = (int64_t)ks * B.rs;
+    }
     if (!blas) {
       naive(ot, M, N, K, A.base + aoff * (int64_t)csz, A.rs, A.cs, B.base + boff * (int64_t)csz,
             B.rs, B.cs, out);
-    } else if (K == 0) {
+    } else if (kb == 0) {
       if (!p->has_c) memset(out, 0, (size_t)(M * N) * csz);
       else if (beta != 1.0f)
         for (int64_t i = 0; i < M * N; i++) {
@@ -279,16 +293,18 @@ static int matmul_eval(struct lc_node *n) {
     } else {
       enum CBLAS_TRANSPOSE ta, tb;
       int64_t lda, ldb;
-      const void *pa = operand_matrix(&A, aoff, ct, &sa, &ta, &lda);
-      const void *pb = pa ? operand_matrix(&B, boff, ct, &sb, &tb, &ldb) : NULL;
+      struct operand Ak = A, Bk = B;
+      Ak.C = Bk.R = kb;
+      const void *pa = operand_matrix(&Ak, aoff, ct, &sa, &ta, &lda);
+      const void *pb = pa ? operand_matrix(&Bk, boff, ct, &sb, &tb, &ldb) : NULL;
       if (!pb) {
         rc = 1;
         break;
       }
-      gemm(ct, ta, tb, M, N, K, p->alpha, pa, lda, pb, ldb, beta, out, N);
+      gemm(ct, ta, tb, M, N, kb, p->alpha, pa, lda, pb, ldb, beta, out, N);
     }
     /* advance the batch index (row-major over the output's batch dims) */
-    for (int d = p->gather ? -1 : p->nb - 1; d >= 0; d--) {
+    for (int d = p->gather || p->segmented ? -1 : p->nb - 1; d >= 0; d--) {
       aoff += A.bstr[d];
       boff += B.bstr[d];
       if (++idx[d] < n->shape[d]) break;
@@ -610,5 +626,53 @@ out:
   lc_node_release(lb);
   lc_node_release(rb);
   free(oshape);
+  return r;
+}
+
+/* ---- segmented_mm ---- */
+
+struct lc_node *lc_segmented_mm(struct lc_node *a, struct lc_node *b, struct lc_node *segments) {
+  if (a->ndim != 2 || b->ndim != 2) {
+    lc_error("segmented_mm: batched matmul not supported (a and b must be 2-d, got %d and %d "
+             "dimensions)", a->ndim, b->ndim);
+    return NULL;
+  }
+  if (segments->ndim < 1 || segments->shape[segments->ndim - 1] != 2) {
+    char ss[128];
+    lc_error("segmented_mm: the segments should have shape (..., 2) but %s was provided",
+             lc_shape_str(segments->ndim, segments->shape, ss, sizeof ss));
+    return NULL;
+  }
+  if (a->shape[1] != b->shape[0]) {
+    lc_error("segmented_mm: a's columns (%d) must match b's rows (%d)", a->shape[1], b->shape[0]);
+    return NULL;
+  }
+  mlx_dtype t = lc_dtype_promote(a->dtype, b->dtype);
+  if (!lc_dtype_is_float(t)) {
+    lc_error("segmented_mm: only real floating point types are supported but %s and %s were "
+             "provided which results in %s", lc_dtype_name(a->dtype), lc_dtype_name(b->dtype),
+             lc_dtype_name(t));
+    return NULL;
+  }
+  if (!lc_dtype_is_int(segments->dtype)) {
+    lc_error("segmented_mm: got segments with invalid dtype %s; segments must be integral",
+             lc_dtype_name(segments->dtype));
+    return NULL;
+  }
+  int nb = segments->ndim - 1, oshape[nb + 2];
+  for (int i = 0; i < nb; i++) oshape[i] = segments->shape[i];
+  oshape[nb] = a->shape[0];
+  oshape[nb + 1] = b->shape[1];
+  struct lc_node *ca = lc_astype(a, t), *cb = ca ? lc_astype(b, t) : NULL;
+  struct lc_node *cs = cb ? lc_astype(segments, MLX_UINT32) : NULL, *r = NULL;
+  if (cs) {
+    struct matmul_params p = {.nb = nb, .a_split = 1, .b_split = 1, .segmented = 1,
+                              .alpha = 1.0f};
+    struct lc_node *in[3] = {ca, cb, cs};
+    r = lc_node_new_op(LC_OP_MATMUL, t, nb + 2, oshape, 3, in, &p, sizeof p);
+  }
+  lc_node_release(ca);
+  lc_node_release(cb);
+  lc_node_release(cs);
   return r;
 }

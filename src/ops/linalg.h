@@ -32,6 +32,10 @@ struct lc_node *lc_inner(struct lc_node *a, struct lc_node *b);
  * the result has the indices' broadcast shape + (M, N). */
 struct lc_node *lc_gather_mm(struct lc_node *a, struct lc_node *b, struct lc_node *lhs,
                              struct lc_node *rhs);
+/* MLX's segmented_mm: a (M, K), b (K, N), segments (..., 2) of [start, end)
+ * ranges of K; result (..., M, N), each a[:, s:e] @ b[s:e, :] (zeros when
+ * empty). */
+struct lc_node *lc_segmented_mm(struct lc_node *a, struct lc_node *b, struct lc_node *segments);
 /* (a.size, b.size): a flattened times b flattened; any dtype. */
 struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b);
 

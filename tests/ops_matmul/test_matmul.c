@@ -318,6 +318,53 @@ static void test_gather_mm(void) {
   mlx_array_free(r);
 }
 
+static void test_segmented_mm(void) {
+  mlx_stream s = test_stream();
+  const int M = 4, K = 10, N = 3;
+  int sat[2] = {K, M}, sb[2] = {K, N};
+  mlx_array at = test_rand_f32(sat, 2, -1, 1), b = test_rand_f32(sb, 2, -1, 1);
+  mlx_array a = mlx_array_new(), r = mlx_array_new();
+  CHECK_OK(mlx_transpose(&a, at, s)); /* (M, K) with column stride M */
+  double *atv = test_values(at), *bv = test_values(b);
+  int32_t seg[8] = {0, 4, 4, 10, 2, 2, 0, 10};
+  int ss[3] = {2, 2, 2};
+  mlx_array sg = mlx_array_new_data(seg, ss, 3, MLX_INT32);
+  CHECK_OK(mlx_segmented_mm(&r, a, b, sg, s));
+  CHECK_SHAPE(r, 2, 2, M, N);
+  double ref[4 * M * N];
+  for (int i = 0; i < 4; i++) {
+    int k0 = seg[2 * i], k1 = seg[2 * i + 1];
+    if (k1 <= k0) {
+      for (int j = 0; j < M * N; j++) ref[i * M * N + j] = 0;
+      continue;
+    }
+    ref_matmul(atv + k0 * M, 1, M, bv + k0 * N, N, 1, M, k1 - k0, N, ref + i * M * N);
+  }
+  CHECK_CLOSE(r, ref, (size_t)(4 * M * N), 1e-5, 1e-5);
+  int32_t bad[2] = {3, 11};
+  int s2[1] = {2};
+  mlx_array bs = mlx_array_new_data(bad, s2, 1, MLX_INT32);
+  CHECK_OK(mlx_segmented_mm(&r, a, b, bs, s));
+  CHECK_FAILS(mlx_array_eval(r), "out of range");
+  int s3[1] = {3};
+  mlx_array b3 = mlx_array_new_data(seg, s3, 1, MLX_INT32);
+  CHECK_FAILS(mlx_segmented_mm(&r, a, b, b3, s), "(..., 2)");
+  float fseg[2] = {0, 1};
+  mlx_array fs = mlx_array_new_data(fseg, s2, 1, MLX_FLOAT32);
+  CHECK_FAILS(mlx_segmented_mm(&r, a, b, fs, s), "integral");
+  CHECK_FAILS(mlx_segmented_mm(&r, sg, b, bs, s), "2-d");
+  mlx_array_free(fs);
+  free(atv);
+  free(bv);
+  mlx_array_free(b3);
+  mlx_array_free(bs);
+  mlx_array_free(sg);
+  mlx_array_free(at);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(r);
+}
+
 int main(void) {
   test_init();
   size_t before = test_active_memory();
@@ -325,6 +372,7 @@ int main(void) {
   test_views();
   test_public_views();
   test_gather_mm();
+  test_segmented_mm();
   test_special();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
