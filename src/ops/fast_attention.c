@@ -1,5 +1,5 @@
 /* Scaled dot-product attention (MLX's fast::scaled_dot_product_attention)
- * as one primitive with a direct row kernel.
+ * as one primitive with direct kernels (no score matrix in memory).
  * Inputs (all of the output dtype T except a bool mask): q (B, Hq, qL, D),
  * k (B, Hkv, kL, D), v (B, Hkv, kL, Dv), then the mask broadcast to
  * (B, Hq, qL, kL) when present, then sinks (Hq,) when present. Query head h
@@ -20,7 +20,6 @@
 
 #include "core/error.h"
 #include "core/parallel.h"
-#include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
 #include "ops/fast_sdpa.h"
@@ -42,87 +41,79 @@ static double lowest_of(mlx_dtype t) {
   }
 }
 
-#define SDPA_KERNEL(DT, S, C)                                                             \
-  /* n elements from p (stride st) as C; returns p itself when no copy is needed. */      \
-  static const C *load_##DT(const S *p, int64_t st, int n, C *buf) {                      \
-    if (st == 1 && sizeof(S) == sizeof(C) && (DT == MLX_FLOAT32 || DT == MLX_FLOAT64))    \
-      return (const C *)(const void *)p;                                                  \
-    for (int i = 0; i < n; i++) buf[i] = (C)lc_ld_##DT(p[i * st]);                        \
-    return buf;                                                                           \
-  }                                                                                       \
-  static void sdpa_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                         \
-    struct lc_sdpa_job *j = ctx;                                                             \
-    const int D = j->D, Dv = j->Dv, kL = j->kL, qL = j->qL;                               \
-    int dmax = D > Dv ? D : Dv;                                                           \
-    C *sc = malloc(sizeof(C) * (size_t)(kL + Dv + D + dmax + 1));                         \
-    if (!sc) {                                                                            \
-      atomic_store(&j->failed, 1);                                                        \
-      return;                                                                             \
-    }                                                                                     \
-    C *acc = sc + kL, *qb = acc + Dv, *tmp = qb + D;                                      \
-    const int64_t *qs = j->q->strides, *ks = j->k->strides, *vs = j->v->strides;          \
-    int group = j->Hq / j->Hkv;                                                           \
-    for (int64_t r = lo; r < hi; r++) {                                                   \
-      int i = (int)(r % qL), h = (int)((r / qL) % j->Hq), b = (int)(r / qL / j->Hq);      \
-      int hk = h / group;                                                                 \
-      const S *qp = (const S *)j->qd + b * qs[0] + h * qs[1] + i * qs[2];                 \
-      for (int d = 0; d < D; d++) qb[d] = (C)j->scale * (C)lc_ld_##DT(qp[d * qs[3]]);     \
-      const S *kbase = (const S *)j->kd + b * ks[0] + hk * ks[1];                         \
-      const S *vbase = (const S *)j->vd + b * vs[0] + hk * vs[1];                         \
-      /* causal: keys past i + kL - qL score lowest, so exp() gives exactly 0 for  \
-       * them unless the whole row is masked; skip them in that case. */              \
-      int kend = kL, all_masked = 0;                                                      \
-      if (j->causal) {                                                                    \
-        int lim = i + kL - qL;                                                            \
-        if (lim < 0)                                                                      \
-          all_masked = 1;                                                                 \
-        else if (lim + 1 < kL)                                                            \
-          kend = lim + 1;                                                                 \
-      }                                                                                   \
-      C mx = -(C)INFINITY;                                                                \
-      for (int t = 0; t < kend; t++) {                                                    \
-        const C *kr = load_##DT(kbase + t * ks[2], ks[3], D, tmp);                        \
-        C p[4] = {0, 0, 0, 0};                                                            \
-        int d = 0;                                                                        \
-        for (; d + 4 <= D; d += 4)                                                        \
-          for (int u = 0; u < 4; u++) p[u] += qb[d + u] * kr[d + u];                      \
-        for (; d < D; d++) p[0] += qb[d] * kr[d];                                         \
-        C s = (p[0] + p[1]) + (p[2] + p[3]);                                              \
-        if (all_masked) s = (C)j->lowest;                                                 \
-        if (j->mask) {                                                                    \
-          const int64_t *ms = j->mask->strides;                                           \
-          int64_t mo = b * ms[0] + h * ms[1] + i * ms[2] + t * ms[3];                     \
-          if (j->mask->dtype == MLX_BOOL) {                                               \
-            if (!((const bool *)j->md)[mo]) s = (C)j->lowest;                             \
-          } else {                                                                        \
-            s += (C)lc_ld_##DT(((const S *)j->md)[mo]);                                   \
-          }                                                                               \
-        }                                                                                 \
-        sc[t] = s;                                                                        \
-        if (s > mx) mx = s;                                                               \
-      }                                                                                   \
-      C sink = 0;                                                                         \
-      if (j->sinks) {                                                                     \
-        sink = (C)lc_ld_##DT(((const S *)j->sd)[h * j->sinks->strides[0]]);               \
-        if (sink > mx) mx = sink;                                                         \
-      }                                                                                   \
-      C den = j->sinks ? (C)exp(sink - mx) : 0;                                           \
-      for (int d = 0; d < Dv; d++) acc[d] = 0;                                            \
-      for (int t = 0; t < kend; t++) {                                                    \
-        C w = (C)exp(sc[t] - mx);                                                         \
-        den += w;                                                                         \
-        const C *vr = load_##DT(vbase + t * vs[2], vs[3], Dv, tmp);                       \
-        for (int d = 0; d < Dv; d++) acc[d] += w * vr[d];                                 \
-      }                                                                                   \
-      S *o = (S *)j->out + r * Dv;                                                        \
-      if (kL == 0)                                                                        \
-        for (int d = 0; d < Dv; d++) o[d] = lc_st_##DT(0);                                \
-      else                                                                                \
-        for (int d = 0; d < Dv; d++) o[d] = lc_st_##DT(acc[d] / den);                     \
-    }                                                                                     \
-    free(sc);                                                                             \
+/* n doubles from p (stride st); p itself when contiguous. */
+static const double *load_d(const double *p, int64_t st, int n, double *buf) {
+  if (st == 1) return p;
+  for (int i = 0; i < n; i++) buf[i] = p[i * st];
+  return buf;
+}
+
+/* The float64 kernel: one query row (b, h, i) per task, in double. */
+static void sdpa_rows_f64(void *ctx, int64_t lo, int64_t hi) {
+  struct lc_sdpa_job *j = ctx;
+  const int D = j->D, Dv = j->Dv, kL = j->kL, qL = j->qL;
+  int dmax = D > Dv ? D : Dv;
+  double *sc = malloc(sizeof(double) * (size_t)(kL + Dv + D + dmax + 1));
+  if (!sc) {
+    atomic_store(&j->failed, 1);
+    return;
   }
-SDPA_KERNEL(MLX_FLOAT64, double, double)
+  double *acc = sc + kL, *qb = acc + Dv, *tmp = qb + D;
+  const int64_t *qs = j->q->strides, *ks = j->k->strides, *vs = j->v->strides;
+  int group = j->Hq / j->Hkv;
+  for (int64_t r = lo; r < hi; r++) {
+    int i = (int)(r % qL), h = (int)((r / qL) % j->Hq), b = (int)(r / qL / j->Hq);
+    int hk = h / group;
+    const double *qp = (const double *)j->qd + b * qs[0] + h * qs[1] + i * qs[2];
+    for (int d = 0; d < D; d++) qb[d] = (double)j->scale * qp[d * qs[3]];
+    const double *kbase = (const double *)j->kd + b * ks[0] + hk * ks[1];
+    const double *vbase = (const double *)j->vd + b * vs[0] + hk * vs[1];
+    /* causal: keys past i + kL - qL score lowest, so exp() gives exactly 0
+     * for them unless the whole row is masked; skip them in that case. */
+    int kend = kL, all_masked = 0;
+    if (j->causal) {
+      int lim = i + kL - qL;
+      if (lim < 0)
+        all_masked = 1;
+      else if (lim + 1 < kL)
+        kend = lim + 1;
+    }
+    double mx = -INFINITY;
+    for (int t = 0; t < kend; t++) {
+      const double *kr = load_d(kbase + t * ks[2], ks[3], D, tmp);
+      double s = 0;
+      for (int d = 0; d < D; d++) s += qb[d] * kr[d];
+      if (all_masked) s = j->lowest;
+      if (j->mask) {
+        const int64_t *ms = j->mask->strides;
+        int64_t mo = b * ms[0] + h * ms[1] + i * ms[2] + t * ms[3];
+        if (j->mask->dtype == MLX_BOOL) {
+          if (!((const bool *)j->md)[mo]) s = j->lowest;
+        } else {
+          s += ((const double *)j->md)[mo];
+        }
+      }
+      sc[t] = s;
+      if (s > mx) mx = s;
+    }
+    double sink = 0;
+    if (j->sinks) {
+      sink = ((const double *)j->sd)[h * j->sinks->strides[0]];
+      if (sink > mx) mx = sink;
+    }
+    double den = j->sinks ? exp(sink - mx) : 0;
+    for (int d = 0; d < Dv; d++) acc[d] = 0;
+    for (int t = 0; t < kend; t++) {
+      double w = exp(sc[t] - mx);
+      den += w;
+      const double *vr = load_d(vbase + t * vs[2], vs[3], Dv, tmp);
+      for (int d = 0; d < Dv; d++) acc[d] += w * vr[d];
+    }
+    double *o = (double *)j->out + r * Dv;
+    for (int d = 0; d < Dv; d++) o[d] = kL ? acc[d] / den : 0;
+  }
+  free(sc);
+}
 
 static int sdpa_eval(struct lc_node *n) {
   const struct sdpa_params *p = n->params;
@@ -150,7 +141,7 @@ static int sdpa_eval(struct lc_node *n) {
   int64_t work = (int64_t)j.kL * (j.D + j.Dv) + 1;
   int64_t chunk = work >= 8192 ? 1 : 8192 / work;
   if (n->dtype == MLX_FLOAT64)
-    lc_parallel_for(rows, chunk, sdpa_rows_MLX_FLOAT64, &j);
+    lc_parallel_for(rows, chunk, sdpa_rows_f64, &j);
   else
     lc_sdpa_float(&j);
   if (atomic_load(&j.failed)) return lc_error("scaled_dot_product_attention: out of memory");

@@ -119,8 +119,8 @@ int main(void) {
   test_init();
   test_seed(11);
   size_t base = test_active_memory();
-  mlx_dtype dts[3] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
-  for (int i = 0; i < 3; i++) {
+  mlx_dtype dts[4] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64};
+  for (int i = 0; i < 4; i++) {
     test_norm_views(dts[i]);
     test_rope_views(dts[i], false);
     test_rope_views(dts[i], true);
