@@ -24,7 +24,8 @@ static const mlx_dtype cast_types[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, ML
 #define MAXIN 3
 #define MAXOUT 3
 
-enum { OP_UNARY, OP_BINARY, OP_CAST, OP_REDUCE, OP_FLATTEN_BACK, OP_CONST_MUL };
+enum { OP_UNARY, OP_BINARY, OP_CAST, OP_REDUCE, OP_FLATTEN_BACK, OP_CONST_MUL, OP_WHERE, OP_ISCLOSE,
+       OP_NAN_TO_NUM };
 
 struct step {
   int kind, which, a, b;
@@ -61,6 +62,28 @@ static int eval_step(const struct graph *g, const struct step *st, mlx_array *va
     break;
   }
   case OP_CONST_MUL: rc = mlx_multiply(&r, vals[st->a], g->konst, s); break;
+  case OP_WHERE: { /* where(a > b, a, log(|b|)): bool values, three inputs */
+    mlx_array c = mlx_array_new(), l = mlx_array_new();
+    rc = mlx_greater(&c, vals[st->a], vals[st->b], s);
+    if (!rc) rc = mlx_abs(&l, vals[st->b], s);
+    if (!rc) rc = mlx_log(&l, l, s);
+    if (!rc) rc = mlx_where(&r, c, vals[st->a], l, s);
+    mlx_array_free(c);
+    mlx_array_free(l);
+    break;
+  }
+  case OP_ISCLOSE: { /* params inside a fused region; bool to float */
+    mlx_array c = mlx_array_new();
+    rc = mlx_isclose(&c, vals[st->a], vals[st->b], 0.5, 0.25, false, s);
+    if (!rc) rc = mlx_add(&r, c, vals[st->a], s);
+    mlx_array_free(c);
+    break;
+  }
+  case OP_NAN_TO_NUM: {
+    mlx_optional_float big = {3.0f, true}, none = {0.0f, false};
+    rc = mlx_nan_to_num(&r, vals[st->a], 0.5f, big, none, s);
+    break;
+  }
   }
   vals[v] = r;
   return rc;
@@ -135,10 +158,16 @@ static void random_graph(struct graph *g, int nin) {
     } else if (r < 90) {
       st->kind = OP_REDUCE;
       st->which = test_randint(0, 1);
-    } else if (r < 94) {
+    } else if (r < 92) {
       st->kind = OP_FLATTEN_BACK;
-    } else {
+    } else if (r < 94) {
       st->kind = OP_CONST_MUL;
+    } else if (r < 97) {
+      st->kind = OP_WHERE;
+    } else if (r < 99) {
+      st->kind = OP_ISCLOSE;
+    } else {
+      st->kind = OP_NAN_TO_NUM;
     }
   }
   g->nout = test_randint(1, MAXOUT);
