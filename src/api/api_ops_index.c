@@ -49,8 +49,8 @@ int mlx_put_along_axis(mlx_array *res, const mlx_array a, const mlx_array indice
   API_PROLOGUE("mlx_put_along_axis", res, a);
   LC_CHECK_ARR("mlx_put_along_axis", indices);
   LC_CHECK_ARR("mlx_put_along_axis", values);
-  return lc_api_set(res, lc_scatter_axis(lc_arr(a), lc_arr(indices), lc_arr(values), axis,
-                                         LC_SCATTER_NONE));
+  return lc_api_set(
+      res, lc_scatter_axis(lc_arr(a), lc_arr(indices), lc_arr(values), axis, LC_SCATTER_NONE));
 }
 
 int mlx_scatter_add_axis(mlx_array *res, const mlx_array a, const mlx_array indices,
@@ -58,8 +58,8 @@ int mlx_scatter_add_axis(mlx_array *res, const mlx_array a, const mlx_array indi
   API_PROLOGUE("mlx_scatter_add_axis", res, a);
   LC_CHECK_ARR("mlx_scatter_add_axis", indices);
   LC_CHECK_ARR("mlx_scatter_add_axis", values);
-  return lc_api_set(res, lc_scatter_axis(lc_arr(a), lc_arr(indices), lc_arr(values), axis,
-                                         LC_SCATTER_ADD));
+  return lc_api_set(
+      res, lc_scatter_axis(lc_arr(a), lc_arr(indices), lc_arr(values), axis, LC_SCATTER_ADD));
 }
 
 int mlx_gather(mlx_array *res, const mlx_array a, const mlx_vector_array indices, const int *axes,
@@ -126,14 +126,14 @@ static int scatter_single_impl(const char *fn, mlx_array *res, mlx_array a, mlx_
   return lc_api_set(res, lc_scatter(lc_arr(a), 1, &ix, lc_arr(updates), &axis, mode));
 }
 
-#define SCATTER_FNS(name, mode)                                                                  \
-  int mlx_##name(mlx_array *res, const mlx_array a, const mlx_vector_array indices,              \
+#define SCATTER_FNS(name, mode)                                                                   \
+  int mlx_##name(mlx_array *res, const mlx_array a, const mlx_vector_array indices,               \
                  const mlx_array updates, const int *axes, size_t axes_num, const mlx_stream s) { \
-    return scatter_impl("mlx_" #name, res, a, indices, updates, axes, axes_num, s, mode);        \
-  }                                                                                              \
-  int mlx_##name##_single(mlx_array *res, const mlx_array a, const mlx_array indices,            \
-                          const mlx_array updates, int axis, const mlx_stream s) {               \
-    return scatter_single_impl("mlx_" #name "_single", res, a, indices, updates, axis, s, mode); \
+    return scatter_impl("mlx_" #name, res, a, indices, updates, axes, axes_num, s, mode);         \
+  }                                                                                               \
+  int mlx_##name##_single(mlx_array *res, const mlx_array a, const mlx_array indices,             \
+                          const mlx_array updates, int axis, const mlx_stream s) {                \
+    return scatter_single_impl("mlx_" #name "_single", res, a, indices, updates, axis, s, mode);  \
   }
 SCATTER_FNS(scatter, LC_SCATTER_NONE)
 SCATTER_FNS(scatter_add, LC_SCATTER_ADD)
@@ -152,18 +152,19 @@ static int slice_update_impl(const char *fn, mlx_array *res, mlx_array src, mlx_
     return 1;
   size_t nd = (size_t)lc_arr(src)->ndim;
   if (start_num != nd || stop_num != nd || strides_num != nd)
-    return lc_error("%s: invalid number of indices or strides (%zu, %zu, %zu) for an array with "
-                    "%zu dimensions",
-                    fn, start_num, stop_num, strides_num, nd);
+    return lc_error(
+        "%s: invalid number of indices or strides (%zu, %zu, %zu) for an array with "
+        "%zu dimensions",
+        fn, start_num, stop_num, strides_num, nd);
   return lc_api_set(res, lc_slice_update(lc_arr(src), lc_arr(update), start, stop, strides, mode));
 }
 
-#define SLICE_UPDATE_FN(name, mode)                                                          \
+#define SLICE_UPDATE_FN(name, mode)                                                             \
   int mlx_##name(mlx_array *res, const mlx_array src, const mlx_array update, const int *start, \
-                 size_t start_num, const int *stop, size_t stop_num, const int *strides,    \
-                 size_t strides_num, const mlx_stream s) {                                  \
-    return slice_update_impl("mlx_" #name, res, src, update, start, start_num, stop, stop_num, \
-                             strides, strides_num, s, mode);                                \
+                 size_t start_num, const int *stop, size_t stop_num, const int *strides,        \
+                 size_t strides_num, const mlx_stream s) {                                      \
+    return slice_update_impl("mlx_" #name, res, src, update, start, start_num, stop, stop_num,  \
+                             strides, strides_num, s, mode);                                    \
   }
 SLICE_UPDATE_FN(slice_update, LC_SCATTER_NONE)
 SLICE_UPDATE_FN(slice_update_add, LC_SCATTER_ADD)
@@ -180,9 +181,10 @@ int mlx_slice_dynamic(mlx_array *res, const mlx_array a, const mlx_array start, 
       check_list("mlx_slice_dynamic", "slice_size", slice_size, slice_size_num))
     return 1;
   if (slice_size_num != (size_t)lc_arr(a)->ndim)
-    return lc_error("mlx_slice_dynamic: invalid slice size (%zu entries) for an array with %d "
-                    "dimensions",
-                    slice_size_num, lc_arr(a)->ndim);
+    return lc_error(
+        "mlx_slice_dynamic: invalid slice size (%zu entries) for an array with %d "
+        "dimensions",
+        slice_size_num, lc_arr(a)->ndim);
   return lc_api_set(res,
                     lc_slice_dynamic(lc_arr(a), lc_arr(start), (int)axes_num, axes, slice_size));
 }
@@ -198,8 +200,8 @@ int mlx_slice_update_dynamic(mlx_array *res, const mlx_array src, const mlx_arra
                                                  (int)axes_num, axes));
 }
 
-int mlx_masked_scatter(mlx_array *res, const mlx_array a, const mlx_array mask,
-                       const mlx_array src, const mlx_stream s) {
+int mlx_masked_scatter(mlx_array *res, const mlx_array a, const mlx_array mask, const mlx_array src,
+                       const mlx_stream s) {
   API_PROLOGUE("mlx_masked_scatter", res, a);
   LC_CHECK_ARR("mlx_masked_scatter", mask);
   LC_CHECK_ARR("mlx_masked_scatter", src);

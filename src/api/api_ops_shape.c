@@ -26,9 +26,9 @@ static int check_list(const char *fn, const char *what, const void *p, size_t n)
   return check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
 }
 
-#define API_PROLOGUE(fn, res, a)                  \
-  LC_CHECK_RES(fn, res);                          \
-  LC_CHECK_ARR(fn, a);                            \
+#define API_PROLOGUE(fn, res, a) \
+  LC_CHECK_RES(fn, res);         \
+  LC_CHECK_ARR(fn, a);           \
   if (lc_api_check_stream(fn, s)) return 1
 
 int mlx_reshape(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
@@ -115,8 +115,7 @@ int mlx_broadcast_to(mlx_array *res, const mlx_array a, const int *shape, size_t
   return lc_api_set(res, lc_broadcast_to(lc_arr(a), (int)shape_num, shape));
 }
 
-int mlx_broadcast_arrays(mlx_vector_array *res, const mlx_vector_array inputs,
-                         const mlx_stream s) {
+int mlx_broadcast_arrays(mlx_vector_array *res, const mlx_vector_array inputs, const mlx_stream s) {
   LC_CHECK_RES("mlx_broadcast_arrays", res);
   if (lc_api_check_stream("mlx_broadcast_arrays", s)) return 1;
   struct lc_node **in;
@@ -151,7 +150,8 @@ int mlx_as_strided(mlx_array *res, const mlx_array a, const int *shape, size_t s
   if (shape_num != strides_num)
     return lc_error("mlx_as_strided: shape has %zu entries but strides has %zu", shape_num,
                     strides_num);
-  if (offset > (size_t)INT64_MAX) return lc_error("mlx_as_strided: offset %zu is too large", offset);
+  if (offset > (size_t)INT64_MAX)
+    return lc_error("mlx_as_strided: offset %zu is too large", offset);
   return lc_api_set(res, lc_as_strided(lc_arr(a), (int)shape_num, shape, strides, (int64_t)offset));
 }
 
@@ -165,9 +165,10 @@ int mlx_slice(mlx_array *res, const mlx_array a, const int *start, size_t start_
     return 1;
   size_t nd = (size_t)lc_arr(a)->ndim;
   if (start_num != nd || stop_num != nd || strides_num != nd)
-    return lc_error("mlx_slice: invalid number of indices or strides (%zu, %zu, %zu) for an "
-                    "array with %zu dimensions",
-                    start_num, stop_num, strides_num, nd);
+    return lc_error(
+        "mlx_slice: invalid number of indices or strides (%zu, %zu, %zu) for an "
+        "array with %zu dimensions",
+        start_num, stop_num, strides_num, nd);
   return lc_api_set(res, lc_slice(lc_arr(a), start, stop, strides));
 }
 
@@ -198,9 +199,10 @@ int mlx_split(mlx_vector_array *res, const mlx_array a, int num_splits, int axis
   if (num_splits <= 0)
     return lc_error("mlx_split: num_splits must be positive and non-zero but got %d", num_splits);
   if (x->shape[axis] % num_splits)
-    return lc_error("mlx_split: array split does not result in sub arrays with equal size: "
-                    "attempting %d splits along axis %d of size %d",
-                    num_splits, axis, x->shape[axis]);
+    return lc_error(
+        "mlx_split: array split does not result in sub arrays with equal size: "
+        "attempting %d splits along axis %d of size %d",
+        num_splits, axis, x->shape[axis]);
   int step = x->shape[axis] / num_splits;
   int *idx = malloc(sizeof(int) * (size_t)num_splits);
   struct lc_node **out = malloc(sizeof *out * (size_t)num_splits);
@@ -242,8 +244,8 @@ int mlx_contiguous(mlx_array *res, const mlx_array a, bool allow_col_major, cons
   return lc_api_set(res, lc_contiguous(lc_arr(a), allow_col_major));
 }
 
-static int concat_impl(const char *fn, mlx_array *res, mlx_vector_array arrays, int axis,
-                       bool flat, bool stack) {
+static int concat_impl(const char *fn, mlx_array *res, mlx_vector_array arrays, int axis, bool flat,
+                       bool stack) {
   LC_CHECK_RES(fn, res);
   struct lc_node **in;
   size_t n;
@@ -380,9 +382,10 @@ int mlx_roll_axes(mlx_array *res, const mlx_array a, const int *shift, size_t sh
       check_list("mlx_roll_axes", "axes", axes, axes_num))
     return 1;
   if (shift_num < axes_num)
-    return lc_error("mlx_roll_axes: at least one shift value per axis is required, %zu provided "
-                    "for %zu axes",
-                    shift_num, axes_num);
+    return lc_error(
+        "mlx_roll_axes: at least one shift value per axis is required, %zu provided "
+        "for %zu axes",
+        shift_num, axes_num);
   return lc_api_set(res, lc_roll(lc_arr(a), (int)axes_num, axes, shift));
 }
 

@@ -93,8 +93,8 @@ static int gather_eval(struct lc_node *n) {
 
 const struct lc_prim lc_prim_gather = {.name = "gather", .eval_cpu = gather_eval};
 
-struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx,
-                          const int *axes, const int *slice_sizes) {
+struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx, const int *axes,
+                          const int *slice_sizes) {
   int nd = a->ndim;
   if (nd > 64) {
     lc_error("gather: arrays with more than 64 dimensions are not supported");
@@ -125,7 +125,8 @@ struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *id
     if (slice_sizes[d] < 0 || (a->size > 0 && slice_sizes[d] > a->shape[d])) {
       char s1[128], s2[128];
       lc_error("gather: slice sizes must be in [0, a.shape(i)]; got %s for an array with shape %s",
-               lc_shape_str(nd, slice_sizes, s1, sizeof s1), lc_shape_str(nd, a->shape, s2, sizeof s2));
+               lc_shape_str(nd, slice_sizes, s1, sizeof s1),
+               lc_shape_str(nd, a->shape, s2, sizeof s2));
       return NULL;
     }
   struct lc_node *bi[nidx > 0 ? nidx : 1];
@@ -134,8 +135,9 @@ struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *id
   int64_t isize = nidx ? bi[0]->size : 1;
   struct lc_node *r = NULL;
   if (a->size == 0 && isize != 0 && slice_total != 0) {
-    lc_error("gather: if the input is empty, either the indices must be empty or the total slice "
-             "size must be 0");
+    lc_error(
+        "gather: if the input is empty, either the indices must be empty or the total slice "
+        "size must be 0");
     goto done;
   }
   if (ind + nd > 64) {
@@ -143,17 +145,18 @@ struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *id
     goto done;
   }
   {
-  int shape[ind + nd > 0 ? ind + nd : 1];
-  for (int d = 0; d < ind; d++) shape[d] = bi[0]->shape[d];
-  for (int d = 0; d < nd; d++) shape[ind + d] = slice_sizes[d];
-  int params[1 + nidx + nd];
-  params[0] = nidx;
-  for (int k = 0; k < nidx; k++) params[1 + k] = ax[k];
-  for (int d = 0; d < nd; d++) params[1 + nidx + d] = slice_sizes[d];
-  struct lc_node *in[1 + nidx];
-  in[0] = a;
-  for (int k = 0; k < nidx; k++) in[1 + k] = bi[k];
-  r = lc_node_new_op(LC_OP_GATHER, a->dtype, ind + nd, shape, 1 + nidx, in, params, sizeof params);
+    int shape[ind + nd > 0 ? ind + nd : 1];
+    for (int d = 0; d < ind; d++) shape[d] = bi[0]->shape[d];
+    for (int d = 0; d < nd; d++) shape[ind + d] = slice_sizes[d];
+    int params[1 + nidx + nd];
+    params[0] = nidx;
+    for (int k = 0; k < nidx; k++) params[1 + k] = ax[k];
+    for (int d = 0; d < nd; d++) params[1 + nidx + d] = slice_sizes[d];
+    struct lc_node *in[1 + nidx];
+    in[0] = a;
+    for (int k = 0; k < nidx; k++) in[1 + k] = bi[k];
+    r = lc_node_new_op(LC_OP_GATHER, a->dtype, ind + nd, shape, 1 + nidx, in, params,
+                       sizeof params);
   }
 done:
   for (int k = 0; k < nidx; k++) lc_node_release(bi[k]);
@@ -333,9 +336,10 @@ int lc_dynamic_check(const char *fn, const struct lc_node *a, const struct lc_no
                      int naxes, const int *axes, int *ax) {
   if (lc_idx_check(fn, start)) return 1;
   if (start->ndim > 1)
-    return lc_error("%s: the array of starting indices must be zero or one dimensional but has "
-                    "dimension %d",
-                    fn, start->ndim);
+    return lc_error(
+        "%s: the array of starting indices must be zero or one dimensional but has "
+        "dimension %d",
+        fn, start->ndim);
   if (start->size != naxes)
     return lc_error("%s: number of starting indices %lld does not match number of axes %d", fn,
                     (long long)start->size, naxes);

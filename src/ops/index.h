@@ -11,13 +11,19 @@
 
 #include "core/node.h"
 
-enum lc_scatter_mode { LC_SCATTER_NONE, LC_SCATTER_ADD, LC_SCATTER_PROD, LC_SCATTER_MAX, LC_SCATTER_MIN };
+enum lc_scatter_mode {
+  LC_SCATTER_NONE,
+  LC_SCATTER_ADD,
+  LC_SCATTER_PROD,
+  LC_SCATTER_MAX,
+  LC_SCATTER_MIN
+};
 
 /* MLX gather: the index arrays (broadcast together, shape I) select, along
  * axes[k], the start of a slice of extent slice_sizes (a->ndim entries);
  * the result has shape I + slice_sizes. */
-struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx,
-                          const int *axes, const int *slice_sizes);
+struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx, const int *axes,
+                          const int *slice_sizes);
 /* take along axis: shape a.shape[:axis] + idx.shape + a.shape[axis+1:]. */
 struct lc_node *lc_take(struct lc_node *a, struct lc_node *idx, int axis);
 /* take of the flattened a. */

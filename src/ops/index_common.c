@@ -40,28 +40,28 @@ int lc_idx_check(const char *fn, const struct lc_node *idx) {
 #pragma GCC diagnostic ignored "-Wint-in-bool-context"
 #define CMP_GT(x, y) ((x) > (y))
 #define CMP_LT(x, y) ((x) < (y))
-#define COMBINE_LOOP(DT, S, C)                                                            \
-  static void combine_##DT(int mode, int64_t n, S *d, int64_t ds, const S *s, int64_t ss) { \
-    switch (mode) {                                                                       \
-    case LC_SCATTER_ADD:                                                                  \
-      for (int64_t i = 0; i < n; i++)                                                     \
-        d[i * ds] = lc_st_##DT(lc_ld_##DT(d[i * ds]) + lc_ld_##DT(s[i * ss]));            \
-      break;                                                                              \
-    case LC_SCATTER_PROD:                                                                 \
-      for (int64_t i = 0; i < n; i++)                                                     \
-        d[i * ds] = lc_st_##DT(lc_ld_##DT(d[i * ds]) * lc_ld_##DT(s[i * ss]));            \
-      break;                                                                              \
-    case LC_SCATTER_MAX:                                                                  \
-      for (int64_t i = 0; i < n; i++)                                                     \
+#define COMBINE_LOOP(DT, S, C)                                                                \
+  static void combine_##DT(int mode, int64_t n, S *d, int64_t ds, const S *s, int64_t ss) {   \
+    switch (mode) {                                                                           \
+    case LC_SCATTER_ADD:                                                                      \
+      for (int64_t i = 0; i < n; i++)                                                         \
+        d[i * ds] = lc_st_##DT(lc_ld_##DT(d[i * ds]) + lc_ld_##DT(s[i * ss]));                \
+      break;                                                                                  \
+    case LC_SCATTER_PROD:                                                                     \
+      for (int64_t i = 0; i < n; i++)                                                         \
+        d[i * ds] = lc_st_##DT(lc_ld_##DT(d[i * ds]) * lc_ld_##DT(s[i * ss]));                \
+      break;                                                                                  \
+    case LC_SCATTER_MAX:                                                                      \
+      for (int64_t i = 0; i < n; i++)                                                         \
         if (CMP(GT, DT, lc_ld_##DT(s[i * ss]), lc_ld_##DT(d[i * ds]))) d[i * ds] = s[i * ss]; \
-      break;                                                                              \
-    case LC_SCATTER_MIN:                                                                  \
-      for (int64_t i = 0; i < n; i++)                                                     \
+      break;                                                                                  \
+    case LC_SCATTER_MIN:                                                                      \
+      for (int64_t i = 0; i < n; i++)                                                         \
         if (CMP(LT, DT, lc_ld_##DT(s[i * ss]), lc_ld_##DT(d[i * ds]))) d[i * ds] = s[i * ss]; \
-      break;                                                                              \
-    default:                                                                              \
-      for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                              \
-    }                                                                                     \
+      break;                                                                                  \
+    default:                                                                                  \
+      for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];                                  \
+    }                                                                                         \
   }
 /* Complex values order lexicographically (real part, then imaginary). */
 static inline bool cgt(lc_c64 x, lc_c64 y) {

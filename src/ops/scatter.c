@@ -62,9 +62,10 @@ struct lc_node *lc_scatter(struct lc_node *a, int nidx, struct lc_node *const *i
                            struct lc_node *updates, const int *axes, enum lc_scatter_mode mode) {
   int nd = a->ndim;
   if (nidx > nd) {
-    lc_error("scatter: too many index arrays: got %d index arrays for an input with %d "
-             "dimensions",
-             nidx, nd);
+    lc_error(
+        "scatter: too many index arrays: got %d index arrays for an input with %d "
+        "dimensions",
+        nidx, nd);
     return NULL;
   }
   int params[2 + (nidx > 0 ? nidx : 1)];
@@ -91,9 +92,10 @@ struct lc_node *lc_scatter(struct lc_node *a, int nidx, struct lc_node *const *i
   struct lc_node *r = NULL, *u = NULL;
   char s1[128], s2[128];
   if (updates->ndim != nd + ind) {
-    lc_error("scatter: updates with %d dimensions do not match the sum of the array (%d) and "
-             "indices (%d) dimensions",
-             updates->ndim, nd, ind);
+    lc_error(
+        "scatter: updates with %d dimensions do not match the sum of the array (%d) and "
+        "indices (%d) dimensions",
+        updates->ndim, nd, ind);
     goto done;
   }
   for (int d = 0; d < ind; d++)
@@ -112,12 +114,12 @@ struct lc_node *lc_scatter(struct lc_node *a, int nidx, struct lc_node *const *i
     }
   if (!(u = lc_astype(updates, a->dtype))) goto done;
   {
-  struct lc_node *in[2 + nidx];
-  in[0] = a;
-  for (int k = 0; k < nidx; k++) in[1 + k] = bi[k];
-  in[1 + nidx] = u;
-  r = lc_node_new_op(LC_OP_SCATTER, a->dtype, nd, a->shape, 2 + nidx, in, params,
-                     sizeof(int) * (size_t)(2 + nidx));
+    struct lc_node *in[2 + nidx];
+    in[0] = a;
+    for (int k = 0; k < nidx; k++) in[1 + k] = bi[k];
+    in[1 + nidx] = u;
+    r = lc_node_new_op(LC_OP_SCATTER, a->dtype, nd, a->shape, 2 + nidx, in, params,
+                       sizeof(int) * (size_t)(2 + nidx));
   }
 done:
   lc_node_release(u);
@@ -149,8 +151,9 @@ static int scatter_axis_eval(struct lc_node *n) {
     }
     int64_t v = lc_idx_wrap(lc_idx_load(ix->buf->data, ix->dtype, io), ext);
     if (v >= 0 && v < ext)
-      lc_combine(mode, n->dtype, 1, (char *)n->buf->data + (off + v * n->strides[ax]) * (int64_t)isz,
-                 1, (const char *)u->buf->data + uo * (int64_t)isz, 1);
+      lc_combine(mode, n->dtype, 1,
+                 (char *)n->buf->data + (off + v * n->strides[ax]) * (int64_t)isz, 1,
+                 (const char *)u->buf->data + uo * (int64_t)isz, 1);
     for (int d = nd - 1; d >= 0; d--) {
       if (++pos[d] < ix->shape[d]) break;
       pos[d] = 0;
@@ -200,7 +203,8 @@ struct lc_node *lc_scatter_axis(struct lc_node *a, struct lc_node *idx, struct l
   if (a->size == 0)
     r = lc_node_retain(b3[0]);
   else
-    r = lc_node_new_op(LC_OP_SCATTER_AXIS, a->dtype, nd, b3[0]->shape, 3, b3, params, sizeof params);
+    r = lc_node_new_op(LC_OP_SCATTER_AXIS, a->dtype, nd, b3[0]->shape, 3, b3, params,
+                       sizeof params);
 done:
   for (int i = 0; i < 3; i++) lc_node_release(b3[i]);
   lc_node_release(b2[0]);
@@ -230,8 +234,7 @@ static int slice_update_eval(struct lc_node *n) {
                             u->strides, u->offset, true);
 }
 
-const struct lc_prim lc_prim_slice_update = {.name = "slice_update",
-                                             .eval_cpu = slice_update_eval};
+const struct lc_prim lc_prim_slice_update = {.name = "slice_update", .eval_cpu = slice_update_eval};
 
 struct lc_node *lc_slice_update(struct lc_node *src, struct lc_node *update, const int *start,
                                 const int *stop, const int *step, enum lc_scatter_mode mode) {
@@ -254,7 +257,8 @@ struct lc_node *lc_slice_update(struct lc_node *src, struct lc_node *update, con
   struct lc_node *r = NULL;
   if (u) {
     struct lc_node *in[2] = {src, u};
-    r = lc_node_new_op(LC_OP_SLICE_UPDATE, src->dtype, nd, src->shape, 2, in, params, sizeof params);
+    r = lc_node_new_op(LC_OP_SLICE_UPDATE, src->dtype, nd, src->shape, 2, in, params,
+                       sizeof params);
   }
   lc_node_release(u);
   lc_node_release(c);
@@ -336,9 +340,10 @@ static int masked_scatter_eval(struct lc_node *n) {
     }
     if (md[mo]) {
       if (used >= v->size)
-        return lc_error("masked_scatter: the source does not have enough elements for the mask "
-                        "(%lld)",
-                        (long long)v->size);
+        return lc_error(
+            "masked_scatter: the source does not have enough elements for the mask "
+            "(%lld)",
+            (long long)v->size);
       memcpy((char *)n->buf->data + oo * (int64_t)isz,
              (const char *)v->buf->data + voff * (int64_t)isz, isz);
       used++;
@@ -378,10 +383,11 @@ struct lc_node *lc_masked_scatter(struct lc_node *a, struct lc_node *mask, struc
   }
   if (!lc_shape_equal(mask->ndim, mask->shape, mask->ndim, a->shape)) {
     char s1[128], s2[128];
-    lc_error("%s: the boolean mask should have the same shape as the beginning of the indexed "
-             "array but the mask has shape %s and the array has shape %s",
-             fn, lc_shape_str(mask->ndim, mask->shape, s1, sizeof s1),
-             lc_shape_str(nd, a->shape, s2, sizeof s2));
+    lc_error(
+        "%s: the boolean mask should have the same shape as the beginning of the indexed "
+        "array but the mask has shape %s and the array has shape %s",
+        fn, lc_shape_str(mask->ndim, mask->shape, s1, sizeof s1),
+        lc_shape_str(nd, a->shape, s2, sizeof s2));
     return NULL;
   }
   struct lc_node *mr = NULL, *mb = NULL, *vc = NULL, *vr = NULL, *vb = NULL, *r = NULL;

@@ -43,8 +43,8 @@ struct lc_node *lc_slice_axis(struct lc_node *a, int axis, int start, int stop);
 /* A view of a's row-major elements (a copy first if a is not contiguous)
  * with the given shape, strides and offset (elements). Fails when the view
  * would reach outside a's elements. */
-struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape,
-                              const int64_t *strides, int64_t offset);
+struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, const int64_t *strides,
+                              int64_t offset);
 /* Diagonal view over axis1/axis2 (removed), appended as the last axis. */
 struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2);
 /* Pieces of a along axis at the sorted-or-not split points (each piece is

@@ -87,10 +87,11 @@ struct lc_node *lc_concatenate(int n, struct lc_node *const *arrays, int axis) {
     for (int i = 0; ok && i < nd; i++) ok = i == ax || x->shape[i] == shape[i];
     if (!ok) {
       char s0[128], s1[128];
-      lc_error("concatenate: all the input array dimensions except for the concatenation axis "
-               "must match exactly, but array 0 has shape %s and array %d has shape %s",
-               lc_shape_str(nd, a0->shape, s0, sizeof s0), k,
-               lc_shape_str(x->ndim, x->shape, s1, sizeof s1));
+      lc_error(
+          "concatenate: all the input array dimensions except for the concatenation axis "
+          "must match exactly, but array 0 has shape %s and array %d has shape %s",
+          lc_shape_str(nd, a0->shape, s0, sizeof s0), k,
+          lc_shape_str(x->ndim, x->shape, s1, sizeof s1));
       return NULL;
     }
     total += x->shape[ax];

@@ -88,14 +88,14 @@ static void remap_rows(void *arg, int64_t lo, int64_t hi) {
     } else {
       const char *s = c->src + base * (int64_t)isz;
       switch (isz) {
-#define ROW(T)                                                      \
-  for (int i = 0; i < last; i++) {                                  \
-    int64_t t = tl[i];                                              \
-    if (t == FILL)                                                  \
-      memcpy(o + (size_t)i * sizeof(T), c->fill, sizeof(T));        \
-    else                                                            \
+#define ROW(T)                                                                  \
+  for (int i = 0; i < last; i++) {                                              \
+    int64_t t = tl[i];                                                          \
+    if (t == FILL)                                                              \
+      memcpy(o + (size_t)i * sizeof(T), c->fill, sizeof(T));                    \
+    else                                                                        \
       memcpy(o + (size_t)i * sizeof(T), s + t * (int64_t)sizeof(T), sizeof(T)); \
-  }                                                                 \
+  }                                                                             \
   break;
       case 1: ROW(uint8_t)
       case 2: ROW(uint16_t)
@@ -154,8 +154,8 @@ const struct lc_prim lc_prim_remap = {.name = "remap", .eval_cpu = remap_eval};
 
 /* Output extents are computed by the callers; fill (0-d, a's dtype) only
  * for constant padding. */
-static struct lc_node *remap_new(struct lc_node *a, const int *shape,
-                                 const struct remap_axis *m, struct lc_node *fill) {
+static struct lc_node *remap_new(struct lc_node *a, const int *shape, const struct remap_axis *m,
+                                 struct lc_node *fill) {
   struct lc_node *in[2] = {a, fill};
   return lc_node_new_op(LC_OP_REMAP, a->dtype, a->ndim, shape, fill ? 2 : 1, in, m,
                         sizeof *m * (size_t)a->ndim);
@@ -234,8 +234,7 @@ struct lc_node *lc_pad_mode(struct lc_node *a, int naxes, const int *axes, const
       fill = lc_node_new_scalar(a->dtype, 0);
     } else {
       if (value->size != 1) {
-        lc_error("pad: the pad value must be a scalar (got %lld elements)",
-                 (long long)value->size);
+        lc_error("pad: the pad value must be a scalar (got %lld elements)", (long long)value->size);
         return NULL;
       }
       struct lc_node *v = lc_reshape(value, 0, NULL);
@@ -251,8 +250,7 @@ struct lc_node *lc_pad_mode(struct lc_node *a, int naxes, const int *axes, const
 
 struct lc_node *lc_pad(struct lc_node *a, int naxes, const int *axes, const int *low,
                        const int *high, struct lc_node *value, enum lc_pad_mode mode) {
-  return lc_pad_mode(a, naxes, axes, low, high, value,
-                     mode == LC_PAD_EDGE ? "edge" : "constant");
+  return lc_pad_mode(a, naxes, axes, low, high, value, mode == LC_PAD_EDGE ? "edge" : "constant");
 }
 
 /* ---- tile, repeat, roll ---- */

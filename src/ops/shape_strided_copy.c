@@ -27,11 +27,21 @@ static void copy_run(void *arg, int64_t n, const int64_t *offs, const int64_t *i
     return;
   }
   switch (isz) {
-  case 1: for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss]; break;
-  case 2: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 2); break;
-  case 4: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 4); break;
-  case 8: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 8); break;
-  default: for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, isz); break;
+  case 1:
+    for (int64_t i = 0; i < n; i++) d[i * ds] = s[i * ss];
+    break;
+  case 2:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 2);
+    break;
+  case 4:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 4);
+    break;
+  case 8:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, 8);
+    break;
+  default:
+    for (int64_t i = 0; i < n; i++) memcpy(d + i * ds, s + i * ss, isz);
+    break;
   }
 }
 
@@ -75,8 +85,8 @@ static void tile_chunk(void *arg, int64_t lo, int64_t hi) {
       char *dp = c->dst + (d + l * dl) * (int64_t)isz;
       const char *sp = c->src + (s + l * sl) * (int64_t)isz;
       switch (isz) {
-#define LOOP(T)                                                                    \
-  for (int64_t k = k0; k < k1; k++)                                               \
+#define LOOP(T)                                                                            \
+  for (int64_t k = k0; k < k1; k++)                                                        \
     memcpy(dp + k * dk * (int64_t)sizeof(T), sp + k * sk * (int64_t)sizeof(T), sizeof(T)); \
   break;
       case 1: LOOP(uint8_t)
@@ -105,9 +115,19 @@ static bool try_tiled(int ndim, const int *shape, size_t isz, void *dst, const i
   for (int ax = 0; ax < l; ax++)
     if (shape[ax] >= TILE / 2 && (k < 0 || iabs64(ss[ax]) < iabs64(ss[k]))) k = ax;
   if (k < 0 || iabs64(ss[k]) * 4 > iabs64(ss[l])) return false;
-  struct tile_ctx c = {.ndim = ndim, .k = k, .l = l, .shape = shape, .ds = ds, .ss = ss,
-                       .doff = doff, .soff = soff, .dst = dst, .src = src, .isz = isz,
-                       .kt = (shape[k] + TILE - 1) / TILE, .lt = (shape[l] + TILE - 1) / TILE};
+  struct tile_ctx c = {.ndim = ndim,
+                       .k = k,
+                       .l = l,
+                       .shape = shape,
+                       .ds = ds,
+                       .ss = ss,
+                       .doff = doff,
+                       .soff = soff,
+                       .dst = dst,
+                       .src = src,
+                       .isz = isz,
+                       .kt = (shape[k] + TILE - 1) / TILE,
+                       .lt = (shape[l] + TILE - 1) / TILE};
   int64_t outer = 1;
   for (int ax = 0; ax < ndim; ax++)
     if (ax != k && ax != l) outer *= shape[ax];
@@ -116,8 +136,7 @@ static bool try_tiled(int ndim, const int *shape, size_t isz, void *dst, const i
 }
 
 int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int64_t *dst_strides,
-                    int64_t dst_off, const void *src, const int64_t *src_strides,
-                    int64_t src_off) {
+                    int64_t dst_off, const void *src, const int64_t *src_strides, int64_t src_off) {
   if (lc_shape_size(ndim, shape) == 0) return 0;
   if (try_tiled(ndim, shape, isz, dst, dst_strides, dst_off, src, src_strides, src_off)) return 0;
   const int64_t *strides[2] = {dst_strides, src_strides};

@@ -157,8 +157,8 @@ struct lc_node *lc_transpose_all(struct lc_node *a) {
 static int norm_axis(const char *fn, const char *what, int *axis, int ndim) {
   int ax = *axis < 0 ? *axis + ndim : *axis;
   if (ax < 0 || ax >= ndim)
-    return lc_error("%s: %s %d is out of bounds for an array with %d dimensions", fn, what,
-                    *axis, ndim);
+    return lc_error("%s: %s %d is out of bounds for an array with %d dimensions", fn, what, *axis,
+                    ndim);
   *axis = ax;
   return 0;
 }
@@ -420,8 +420,8 @@ static int as_strided_eval(struct lc_node *n) {
 const struct lc_prim lc_prim_as_strided = {
     .name = "as_strided", .flags = LC_PF_VIEW, .eval_cpu = as_strided_eval};
 
-struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape,
-                              const int64_t *strides, int64_t offset) {
+struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, const int64_t *strides,
+                              int64_t offset) {
   if (ndim < 0) {
     lc_error("as_strided: negative number of dimensions %d", ndim);
     return NULL;
@@ -498,8 +498,8 @@ struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2)
     return NULL;
   }
   int64_t o1 = offset < 0 ? -(int64_t)offset : 0, o2 = offset > 0 ? offset : 0;
-  int64_t len = a->shape[axis1] - o1 < a->shape[axis2] - o2 ? a->shape[axis1] - o1
-                                                            : a->shape[axis2] - o2;
+  int64_t len =
+      a->shape[axis1] - o1 < a->shape[axis2] - o2 ? a->shape[axis1] - o1 : a->shape[axis2] - o2;
   if (len < 0) len = 0;
   int shape[nd - 1], k = 0;
   for (int i = 0; i < nd; i++)
