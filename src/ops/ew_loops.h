@@ -19,6 +19,7 @@
 #endif
 
 #include <stdint.h>
+#include <string.h>
 
 #include "core/half.h"
 #include "ops/dtype_dispatch.h"
@@ -30,6 +31,38 @@
 #endif
 
 #define LC_ID(x) (x)
+
+/* float16 <-> float32, bit-identical to core/half.h's conversions (round to
+ * nearest even; NaN payloads kept, quieted on narrowing) but branch-free so
+ * that loops over float16 vectorise. */
+static inline float lc_ew_f16_ld(uint16_t h) {
+  uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16, eb = em << 13;
+  float f; /* normal and subnormal halves: rebias by scaling by 2^112 */
+  memcpy(&f, &eb, 4);
+  f *= 0x1p112f;
+  uint32_t b;
+  memcpy(&b, &f, 4);
+  b = em >= 0x7c00u ? eb | 0x7f800000u : b;
+  b |= sign;
+  memcpy(&f, &b, 4);
+  return f;
+}
+static inline uint16_t lc_ew_f16_st(float x) {
+  uint32_t f;
+  memcpy(&f, &x, 4);
+  uint32_t sign = f & 0x80000000u;
+  f ^= sign;
+  uint32_t big = f > 0x7f800000u ? 0x7e00u : 0x7c00u; /* NaN, or overflow to inf */
+  float fa, t;
+  memcpy(&fa, &f, 4);
+  t = fa + 0.5f; /* below 2^-14: round at 2^-24 by adding 0.5 */
+  uint32_t sub;
+  memcpy(&sub, &t, 4);
+  sub -= 0x3f000000u;
+  uint32_t nrm = (f + 0xc8000fffu + ((f >> 13) & 1)) >> 13; /* rebias, round to even */
+  uint32_t o = f >= 0x47800000u ? big : f < 0x38800000u ? sub : nrm;
+  return (uint16_t)(o | (sign >> 16));
+}
 
 /* FN(n, out, x, sx): o[i] = ST(F(LD(x[i * sx]), C)), C the compute type. */
 #define LC_U_LOOP(ATTR, FN, S, C, OS, LD, ST, F)                           \
@@ -72,15 +105,15 @@
 #define LC_LOOPS_FLOAT(L, NAME, FF, FD)                                                  \
   L(LC_EW_HOT, NAME##_MLX_FLOAT32, float, float, float, LC_ID, LC_ID, FF)                \
   L(LC_EW_HOT, NAME##_MLX_FLOAT64, double, double, double, LC_ID, LC_ID, FD)             \
-  L(, NAME##_MLX_FLOAT16, uint16_t, float, uint16_t, lc_f16_to_f32, lc_f32_to_f16, FF)    \
-  L(, NAME##_MLX_BFLOAT16, uint16_t, float, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, FF)
+  L(LC_EW_HOT, NAME##_MLX_FLOAT16, uint16_t, float, uint16_t, lc_ew_f16_ld, lc_ew_f16_st, FF) \
+  L(LC_EW_HOT, NAME##_MLX_BFLOAT16, uint16_t, float, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, FF)
 
 /* Same, with output storage type OS (bool for predicates). */
 #define LC_LOOPS_FLOAT_TO(L, NAME, OS, FF, FD)                                       \
   L(LC_EW_HOT, NAME##_MLX_FLOAT32, float, float, OS, LC_ID, LC_ID, FF)               \
   L(LC_EW_HOT, NAME##_MLX_FLOAT64, double, double, OS, LC_ID, LC_ID, FD)             \
-  L(, NAME##_MLX_FLOAT16, uint16_t, float, OS, lc_f16_to_f32, LC_ID, FF)             \
-  L(, NAME##_MLX_BFLOAT16, uint16_t, float, OS, lc_bf16_to_f32, LC_ID, FF)
+  L(LC_EW_HOT, NAME##_MLX_FLOAT16, uint16_t, float, OS, lc_ew_f16_ld, LC_ID, FF)    \
+  L(LC_EW_HOT, NAME##_MLX_BFLOAT16, uint16_t, float, OS, lc_bf16_to_f32, LC_ID, FF)
 
 /* Signed integers: FI(x, C); unsigned integers and bool: FU(x, C). */
 #define LC_LOOPS_INT_TO(L, NAME, OS_SAME, FS, FU)                                    \

@@ -315,7 +315,7 @@ struct nan_to_num_params {
       o[i] = ST(v != v ? vn : v == (C)INFINITY ? vp : v == -(C)INFINITY ? vm : v);        \
     }                                                                                     \
   }
-N2N_LOOP(MLX_FLOAT16, uint16_t, float, lc_f16_to_f32, lc_f32_to_f16)
+N2N_LOOP(MLX_FLOAT16, uint16_t, float, lc_ew_f16_ld, lc_ew_f16_st)
 N2N_LOOP(MLX_FLOAT32, float, float, LC_ID, LC_ID)
 N2N_LOOP(MLX_FLOAT64, double, double, LC_ID, LC_ID)
 N2N_LOOP(MLX_BFLOAT16, uint16_t, float, lc_bf16_to_f32, lc_f32_to_bf16)
@@ -364,7 +364,7 @@ PRIM(to_fp8)
 #define FROMFP8_F(v, C) from_fp8(v)
 U(LC_EW_HOT, from_fp8_f32, uint8_t, uint8_t, float, LC_ID, LC_ID, FROMFP8_F)
 U(, from_fp8_f64, uint8_t, uint8_t, double, LC_ID, LC_ID, FROMFP8_F)
-U(, from_fp8_f16, uint8_t, uint8_t, uint16_t, LC_ID, lc_f32_to_f16, FROMFP8_F)
+U(, from_fp8_f16, uint8_t, uint8_t, uint16_t, LC_ID, lc_ew_f16_st, FROMFP8_F)
 U(, from_fp8_bf16, uint8_t, uint8_t, uint16_t, LC_ID, lc_f32_to_bf16, FROMFP8_F)
 /* in_dt is uint8; the output dtype picks the loop. */
 static void from_fp8_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,

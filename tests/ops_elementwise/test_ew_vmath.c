@@ -5,6 +5,8 @@
  * through strided, broadcast and contiguous inputs. */
 #include "test.h"
 
+#include "core/half.h"
+#include "ops/ew_loops.h"
 #include "ops/vmath.h"
 
 static double ulp_err(float r, double ref) {
@@ -62,6 +64,23 @@ static void test_specials(void) {
   CHECK(lc_verff(0) == 0 && signbit(lc_verff(-0.0f)));
 }
 
+/* The kernels' branch-free float16 conversions match core/half.h bit for bit. */
+static void test_f16_conversions(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    float a = lc_ew_f16_ld((uint16_t)h), b = lc_f16_to_f32((uint16_t)h);
+    if (memcmp(&a, &b, 4) && bad++ < 3) fprintf(stderr, "f16 %04x -> %a, want %a\n", h, a, b);
+  }
+  for (uint64_t u = 0; u < (1ull << 32); u += 509) {
+    uint32_t b = (uint32_t)u;
+    float f;
+    memcpy(&f, &b, 4);
+    if (lc_ew_f16_st(f) != lc_f32_to_f16(f) && bad++ < 6)
+      fprintf(stderr, "f32 %08x -> %04x, want %04x\n", b, lc_ew_f16_st(f), lc_f32_to_f16(f));
+  }
+  CHECK_MSG(bad == 0, "%d float16 conversion mismatches", bad);
+}
+
 typedef int (*unop)(mlx_array *, const mlx_array, const mlx_stream);
 
 static void test_through_api(void) {
@@ -96,6 +115,7 @@ int main(void) {
   test_init();
   test_sweep();
   test_specials();
+  test_f16_conversions();
   test_through_api();
   return test_done();
 }
