@@ -211,6 +211,8 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
 #define LT_REAL(a, b) ((a) < (b))
 #define LT_CPLX(a, b) c64_less(a, b)
 
+#define ARG_CB 256
+
 /* Per-output state of a typed arg reduction; runs arrive in logical order. */
 #define ARG_DEF(DT, S, C, LT)                                                             \
   struct arg_##DT {                                                                       \
@@ -242,6 +244,26 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
     s->idx = idx;                                                                         \
     s->pos = pos + n;                                                                     \
   }                                                                                       \
+  /* cn adjacent outputs whose lines (L elements, stride rs) start at x: */   \
+  static void arg_col_##DT(const S *x, int64_t L, int64_t rs, int64_t cn, uint32_t *out,   \
+                           int kind) {                                                    \
+    C best[ARG_CB];                                                                       \
+    for (int64_t j = 0; j < cn; j++) best[j] = lc_ld_##DT(x[j]), out[j] = 0;              \
+    for (int64_t r = 1; r < L; r++) {                                                     \
+      const S *xr = x + r * rs;                                                           \
+      if (kind == ARG_MAX) {                                                              \
+        for (int64_t j = 0; j < cn; j++) {                                                \
+          C v = lc_ld_##DT(xr[j]);                                                        \
+          if (LT(best[j], v)) best[j] = v, out[j] = (uint32_t)r;                          \
+        }                                                                                 \
+      } else {                                                                            \
+        for (int64_t j = 0; j < cn; j++) {                                                \
+          C v = lc_ld_##DT(xr[j]);                                                        \
+          if (LT(v, best[j])) best[j] = v, out[j] = (uint32_t)r;                          \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+  }                                                                                       \
   static uint32_t arg_one_##DT(const struct lc_rplan *p, const void *x, int64_t io,       \
                                int kind) {                                                \
     struct arg_##DT s = {x, lc_ld_##DT(((const S *)x)[io]), 0, 0, kind};                  \
@@ -258,17 +280,32 @@ struct arg_exec {
   uint32_t *out;
   mlx_dtype dt;
   int kind;
+  int64_t C, nblk; /* column mode: inner kept extent and blocks per row; else 0 */
 };
 
 static void arg_tasks(void *ctx, int64_t lo, int64_t hi) {
   const struct arg_exec *e = ctx;
-  for (int64_t o = lo; o < hi; o++) {
+  const struct lc_rplan *p = e->p;
+  for (int64_t u = lo; u < hi; u++) {
     int64_t io, oo;
-    lc_rplan_kept(e->p, o, &io, &oo);
+    if (e->C) { /* one reduced dim, outer to a contiguous kept dim */
+      int64_t c0 = u % e->nblk * ARG_CB, cn = e->C - c0 < ARG_CB ? e->C - c0 : ARG_CB;
+      lc_rplan_kept(p, u / e->nblk * e->C + c0, &io, &oo);
+      switch (e->dt) {
+#define CASE(DT, S, C)                                                                  \
+  case DT:                                                                              \
+    arg_col_##DT((const S *)e->x + io, p->rdim[0], p->rin[0], cn, e->out + oo, e->kind); \
+    break;
+        LC_FOR_DTYPES(CASE)
+#undef CASE
+      }
+      continue;
+    }
+    lc_rplan_kept(p, u, &io, &oo);
     uint32_t r = 0;
     switch (e->dt) {
 #define CASE(DT, S, C) \
-  case DT: r = arg_one_##DT(e->p, e->x, io, e->kind); break;
+  case DT: r = arg_one_##DT(p, e->x, io, e->kind); break;
       LC_FOR_DTYPES(CASE)
 #undef CASE
     }
@@ -288,9 +325,16 @@ static int arg_reduce_eval(struct lc_node *n) {
   lc_rplan_reduce_out_strides(x->ndim, x->shape, red, ost);
   struct lc_rplan plan;
   if (lc_rplan_init(&plan, x, red, ost, false)) return 1;
-  struct arg_exec e = {&plan, x->buf->data, lc_node_data(n), x->dtype, p[0]};
-  int64_t per = plan.R > 0 ? plan.R : 1;
-  lc_parallel_for(plan.nout, LC_PARALLEL_MIN / per + 1, arg_tasks, &e);
+  struct arg_exec e = {&plan, x->buf->data, lc_node_data(n), x->dtype, p[0], 0, 0};
+  int64_t units = plan.nout, per = plan.R > 0 ? plan.R : 1;
+  if (plan.nr == 1 && plan.nk > 0 && plan.rin[0] != 1 && plan.kin[plan.nk - 1] == 1 &&
+      plan.kout[plan.nk - 1] == 1 && plan.kdim[plan.nk - 1] >= 8) {
+    e.C = plan.kdim[plan.nk - 1];
+    e.nblk = (e.C + ARG_CB - 1) / ARG_CB;
+    units = plan.nout / e.C * e.nblk;
+    per = n->size / units * per;
+  }
+  lc_parallel_for(units, LC_PARALLEL_MIN / per + 1, arg_tasks, &e);
   return 0;
 }
 

@@ -471,6 +471,8 @@ static inline double fblock_expsum(float *t, int64_t m, float fm) {
   return (double)((l[0] + l[4]) + (l[1] + l[5])) + (double)((l[2] + l[6]) + (l[3] + l[7]));
 }
 
+#define LSE_COL 512
+
 /* Runs: per block, max then sum of exp(x - max), merged. Types that fit a
  * float exactly use the vectorised float exp; the others double exp. */
 #define LSE_DEF(DT, S, C)                                                         \
@@ -503,10 +505,33 @@ static inline double fblock_expsum(float *t, int64_t m, float fm) {
       lmerge(acc, mx, sum);                                                       \
     }                                                                             \
   }                                                                               \
-  static void lse_col_##DT(void *acc, const void *xv, int64_t n) {                \
+  LC_SIMD_CLONES static void lse_col_##DT(void *acc, const void *xv, int64_t n) {  \
     const S *x = xv;                                                              \
     struct lacc *a = acc;                                                         \
-    for (int64_t j = 0; j < n; j++) lmerge(&a[j], lc_ld_##DT(x[j]), 1);           \
+    float t[LSE_COL];                                                             \
+    for (int64_t j0 = 0; j0 < n; j0 += LSE_COL) {                                 \
+      int64_t cn = n - j0 < LSE_COL ? n - j0 : LSE_COL;                           \
+      const S *xb = x + j0;                                                       \
+      struct lacc *ab = a + j0;                                                   \
+      if (LSE_FLOAT_##DT) { /* exp(-|x - m|) for all, vectorised */              \
+        for (int64_t j = 0; j < cn; j++)                                          \
+          t[j] = -fabsf((float)((double)lc_ld_##DT(xb[j]) - ab[j].m));            \
+        for (int64_t j = 0; j < cn; j++) t[j] = lc_expf_fast(t[j]);               \
+      }                                                                           \
+      for (int64_t j = 0; j < cn; j++) {                                          \
+        double v = (double)lc_ld_##DT(xb[j]), m = ab[j].m;                        \
+        if (LSE_FLOAT_##DT && isfinite(v) && isfinite(m)) { /* online update */   \
+          if (v > m) {                                                            \
+            ab[j].s = ab[j].s * t[j] + 1;                                         \
+            ab[j].m = v;                                                          \
+          } else {                                                                \
+            ab[j].s += t[j];                                                      \
+          }                                                                       \
+        } else {                                                                  \
+          lmerge(&ab[j], v, 1);                                                   \
+        }                                                                         \
+      }                                                                           \
+    }                                                                             \
   }
 /* dtypes whose logsumexp terms are computed with the float exp */
 #define LSE_FLOAT_MLX_BOOL 1

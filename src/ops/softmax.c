@@ -160,6 +160,7 @@ struct sm_exec {
   int64_t io, oo, nchunk;
   struct sm_state *parts;
   int phase;
+  mlx_dtype dt;
 };
 
 static void sm_rows(void *ctx, int64_t lo, int64_t hi) {
@@ -212,6 +213,101 @@ static int sm_long_row(struct sm_exec *e, int64_t o) {
   return 0;
 }
 
+/* ---- column strategy: the axes are outer, the inner kept dim contiguous:
+ * a block of SM_CB adjacent rows advances together, one contiguous slice
+ * per reduced position (float32/float16/bfloat16). ---- */
+
+#define SM_CB 256
+
+LC_SIMD_CLONES static void col_max(float *m, const float *t, int64_t n) {
+  for (int64_t j = 0; j < n; j++) m[j] = lc__fsel(t[j] > m[j], t[j], m[j]);
+}
+LC_SIMD_CLONES static void col_exp(float *e, double *s, const float *t, const float *m,
+                                   int64_t n) {
+  for (int64_t j = 0; j < n; j++) {
+    e[j] = lc_expf_fast(t[j] - m[j]);
+    s[j] += e[j];
+  }
+}
+LC_SIMD_CLONES static void col_scale(float *o, const float *inv, int64_t n) {
+  for (int64_t j = 0; j < n; j++) o[j] *= inv[j];
+}
+LC_SIMD_CLONES static void col_exp_scale(float *e, const float *t, const float *m,
+                                         const float *inv, int64_t n) {
+  for (int64_t j = 0; j < n; j++) e[j] = lc_expf_fast(t[j] - m[j]) * inv[j];
+}
+
+struct sm_col {
+  const struct sm_exec *e;
+  mlx_dtype dt;
+  int64_t cn;
+  int phase;
+  float m[SM_CB], inv[SM_CB], t[SM_CB], tmp[SM_CB];
+  double s[SM_CB];
+};
+
+static const float *col_load(struct sm_col *c, const char *x) {
+  if (c->dt == MLX_FLOAT32) return (const float *)(const void *)x;
+  const uint16_t *h = (const void *)x;
+  if (c->dt == MLX_FLOAT16)
+    for (int64_t j = 0; j < c->cn; j++) c->t[j] = lc_f16_to_f32(h[j]);
+  else
+    for (int64_t j = 0; j < c->cn; j++) c->t[j] = lc_bf16_to_f32(h[j]);
+  return c->t;
+}
+
+static void col_store(struct sm_col *c, char *o, const float *v) {
+  uint16_t *h = (void *)o;
+  if (c->dt == MLX_FLOAT16)
+    for (int64_t j = 0; j < c->cn; j++) h[j] = lc_f32_to_f16(v[j]);
+  else
+    for (int64_t j = 0; j < c->cn; j++) h[j] = lc_f32_to_bf16(v[j]);
+}
+
+static void smcol_cb(void *ctx, int64_t io, int64_t oo, int64_t n, int64_t is, int64_t os) {
+  struct sm_col *c = ctx;
+  size_t isz = lc_dtype_size(c->dt);
+  for (int64_t i = 0; i < n; i++) {
+    const char *x = c->e->x + (io + i * is) * (int64_t)isz;
+    char *o = c->e->out + (oo + i * os) * (int64_t)isz;
+    bool f32 = c->dt == MLX_FLOAT32;
+    if (c->phase == PH_MAX) {
+      col_max(c->m, col_load(c, x), c->cn);
+    } else if (c->phase == PH_EXP) {
+      float *e = f32 ? (float *)(void *)o : c->tmp;
+      col_exp(e, c->s, col_load(c, x), c->m, c->cn);
+    } else if (f32) {
+      col_scale((float *)(void *)o, c->inv, c->cn);
+    } else {
+      col_exp_scale(c->tmp, col_load(c, x), c->m, c->inv, c->cn);
+      col_store(c, o, c->tmp);
+    }
+  }
+}
+
+static void sm_cols(void *ctx, int64_t lo, int64_t hi) {
+  const struct sm_exec *e = ctx;
+  const struct lc_rplan *p = e->p;
+  int64_t C = p->kdim[p->nk - 1], nblk = (C + SM_CB - 1) / SM_CB;
+  struct sm_col *c = malloc(sizeof *c);
+  if (!c) return; /* the caller probed this allocation */
+  c->e = e;
+  c->dt = e->dt;
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t c0 = u % nblk * SM_CB, io, oo;
+    c->cn = C - c0 < SM_CB ? C - c0 : SM_CB;
+    lc_rplan_kept(p, u / nblk * C + c0, &io, &oo);
+    for (int64_t j = 0; j < c->cn; j++) c->m[j] = -INFINITY, c->s[j] = 0;
+    for (int ph = PH_MAX; ph <= PH_SCALE; ph++) {
+      c->phase = ph;
+      lc_rplan_runs(p, io, oo, 0, p->R, smcol_cb, c);
+      if (ph == PH_EXP)
+        for (int64_t j = 0; j < c->cn; j++) c->inv[j] = (float)(1.0 / c->s[j]);
+    }
+  }
+  free(c);
+}
+
 static int softmax_eval(struct lc_node *n) {
   const int *p = n->params;
   struct lc_node *x = n->in[0];
@@ -225,8 +321,19 @@ static int softmax_eval(struct lc_node *n) {
   lc_shape_strides(x->ndim, x->shape, ost);
   struct lc_rplan plan;
   if (lc_rplan_init(&plan, x, red, ost, true)) return 1;
-  struct sm_exec e = {&plan, sm_cb(x->dtype), x->buf->data, n->buf->data, 0, 0, 0, NULL, 0};
+  struct sm_exec e = {&plan, sm_cb(x->dtype), x->buf->data, n->buf->data, 0, 0, 0, NULL, 0,
+                      x->dtype};
   int threads = lc_parallel_threads();
+  if (x->dtype != MLX_FLOAT64 && plan.nk > 0 && plan.nr > 0 && plan.rin[plan.nr - 1] != 1 &&
+      plan.kin[plan.nk - 1] == 1 && plan.kout[plan.nk - 1] == 1 && plan.kdim[plan.nk - 1] >= 8) {
+    void *probe = malloc(sizeof(struct sm_col));
+    if (!probe) return lc_error("out of memory");
+    free(probe);
+    int64_t C = plan.kdim[plan.nk - 1], units = plan.nout / C * ((C + SM_CB - 1) / SM_CB);
+    int64_t per = n->size / units;
+    lc_parallel_for(units, LC_PARALLEL_MIN / (per > 0 ? per : 1) + 1, sm_cols, &e);
+    return 0;
+  }
   if (threads > 1 && plan.nout < threads && plan.R >= (1 << 20)) {
     for (int64_t o = 0; o < plan.nout; o++)
       if (sm_long_row(&e, o)) return 1;
