@@ -50,4 +50,15 @@ static inline int64_t lc_fast_row_offset(const struct lc_node *x, int nlead, int
   return off;
 }
 
+/* Whether an evaluated node's elements are row-major contiguous (extent-1
+ * dimensions ignored). Reads only: safe on inputs shared with other nodes. */
+static inline bool lc_fast_row_major(const struct lc_node *x) {
+  int64_t want = 1;
+  for (int d = x->ndim - 1; d >= 0; d--) {
+    if (x->shape[d] != 1 && x->strides[d] != want) return false;
+    want *= x->shape[d];
+  }
+  return true;
+}
+
 #endif

@@ -32,78 +32,68 @@ struct norm_job {
   float eps;
 };
 
-#define NORM_KERNELS(DT, S, C)                                                        \
-  static double sum_sq_##DT(const S *x, int64_t sx, int64_t d, double mu) {                    \
-    double p[8] = {0};                                                                     \
-    int64_t i = 0;                                                                    \
-    for (; i + 8 <= d; i += 8)                                                        \
-      for (int k = 0; k < 8; k++) {                                                   \
-        double v = (double)lc_ld_##DT(x[(i + k) * sx]) - mu;                                    \
-        p[k] += v * v;                                                                \
-      }                                                                               \
-    for (; i < d; i++) {                                                              \
-      double v = (double)lc_ld_##DT(x[i * sx]) - mu;                                            \
-      p[0] += v * v;                                                                  \
-    }                                                                                 \
-    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));         \
-  }                                                                                   \
-  static double sum_##DT(const S *x, int64_t sx, int64_t d) {                              \
-    double p[8] = {0};                                                                     \
-    int64_t i = 0;                                                                    \
-    for (; i + 8 <= d; i += 8)                                                        \
-      for (int k = 0; k < 8; k++) p[k] += (double)lc_ld_##DT(x[(i + k) * sx]);             \
-    for (; i < d; i++) p[0] += (double)lc_ld_##DT(x[i * sx]);                              \
-    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));         \
-  }                                                                                   \
-  /* y = round(round((x - mu) * inv) [* w]) [+ b], rounding to S each step. */       \
-  static void affine_##DT(const struct norm_job *j, const S *x, S *o, double mu, double inv) {  \
-    const S *w = (const S *)j->w, *b = (const S *)j->b;                               \
-    for (int64_t i = 0; i < j->d; i++) {                                              \
-      S y = lc_st_##DT(((double)lc_ld_##DT(x[i * j->sx]) - mu) * inv);                     \
-      if (w) y = lc_st_##DT((C)lc_ld_##DT(y) * (C)lc_ld_##DT(w[i * j->sw]));          \
-      if (b) y = lc_st_##DT((C)lc_ld_##DT(y) + (C)lc_ld_##DT(b[i * j->sb]));          \
-      o[i] = y;                                                                       \
-    }                                                                                 \
-  }                                                                                   \
-  static void rms_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                      \
-    const struct norm_job *j = ctx;                                                   \
-    for (int64_t r = lo; r < hi; r++) {                                               \
-      int64_t off = j->contig ? r * j->d : lc_fast_row_offset(j->xn, j->nlead, r);   \
-      const S *x = (const S *)j->x + off;                                             \
-      double ms = sum_sq_##DT(x, j->sx, j->d, 0) / (double)j->d;                                \
-      double inv = 1 / sqrt(ms + (double)j->eps);                                            \
-      affine_##DT(j, x, (S *)j->out + r * j->d, 0, inv);                              \
-    }                                                                                 \
-  }                                                                                   \
-  static void ln_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                       \
-    const struct norm_job *j = ctx;                                                   \
-    for (int64_t r = lo; r < hi; r++) {                                               \
-      int64_t off = j->contig ? r * j->d : lc_fast_row_offset(j->xn, j->nlead, r);   \
-      const S *x = (const S *)j->x + off;                                             \
-      double mu = sum_##DT(x, j->sx, j->d) / (double)j->d;                                      \
-      double var = sum_sq_##DT(x, j->sx, j->d, mu) / (double)j->d;                              \
-      double inv = 1 / sqrt(var + (double)j->eps);                                           \
-      affine_##DT(j, x, (S *)j->out + r * j->d, mu, inv);                             \
-    }                                                                                 \
+#define NORM_KERNELS(DT, S, C)                                                                \
+  static double sum_sq_##DT(const S *x, int64_t sx, int64_t d, double mu) {                   \
+    double p[8] = {0};                                                                        \
+    int64_t i = 0;                                                                            \
+    for (; i + 8 <= d; i += 8)                                                                \
+      for (int k = 0; k < 8; k++) {                                                           \
+        double v = (double)lc_ld_##DT(x[(i + k) * sx]) - mu;                                  \
+        p[k] += v * v;                                                                        \
+      }                                                                                       \
+    for (; i < d; i++) {                                                                      \
+      double v = (double)lc_ld_##DT(x[i * sx]) - mu;                                          \
+      p[0] += v * v;                                                                          \
+    }                                                                                         \
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));                 \
+  }                                                                                           \
+  static double sum_##DT(const S *x, int64_t sx, int64_t d) {                                 \
+    double p[8] = {0};                                                                        \
+    int64_t i = 0;                                                                            \
+    for (; i + 8 <= d; i += 8)                                                                \
+      for (int k = 0; k < 8; k++) p[k] += (double)lc_ld_##DT(x[(i + k) * sx]);                \
+    for (; i < d; i++) p[0] += (double)lc_ld_##DT(x[i * sx]);                                 \
+    return ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));                 \
+  }                                                                                           \
+  /* y = round(round((x - mu) * inv) [* w]) [+ b], rounding to S each step. */                \
+  static void affine_##DT(const struct norm_job *j, const S *x, S *o, double mu, double inv) { \
+    const S *w = (const S *)j->w, *b = (const S *)j->b;                                       \
+    for (int64_t i = 0; i < j->d; i++) {                                                      \
+      S y = lc_st_##DT(((double)lc_ld_##DT(x[i * j->sx]) - mu) * inv);                        \
+      if (w) y = lc_st_##DT((C)lc_ld_##DT(y) * (C)lc_ld_##DT(w[i * j->sw]));                  \
+      if (b) y = lc_st_##DT((C)lc_ld_##DT(y) + (C)lc_ld_##DT(b[i * j->sb]));                  \
+      o[i] = y;                                                                               \
+    }                                                                                         \
+  }                                                                                           \
+  static void rms_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                              \
+    const struct norm_job *j = ctx;                                                           \
+    for (int64_t r = lo; r < hi; r++) {                                                       \
+      int64_t off = j->contig ? r * j->d : lc_fast_row_offset(j->xn, j->nlead, r);            \
+      const S *x = (const S *)j->x + off;                                                     \
+      double ms = sum_sq_##DT(x, j->sx, j->d, 0) / (double)j->d;                              \
+      double inv = 1 / sqrt(ms + (double)j->eps);                                             \
+      affine_##DT(j, x, (S *)j->out + r * j->d, 0, inv);                                      \
+    }                                                                                         \
+  }                                                                                           \
+  static void ln_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                               \
+    const struct norm_job *j = ctx;                                                           \
+    for (int64_t r = lo; r < hi; r++) {                                                       \
+      int64_t off = j->contig ? r * j->d : lc_fast_row_offset(j->xn, j->nlead, r);            \
+      const S *x = (const S *)j->x + off;                                                     \
+      double mu = sum_##DT(x, j->sx, j->d) / (double)j->d;                                    \
+      double var = sum_sq_##DT(x, j->sx, j->d, mu) / (double)j->d;                            \
+      double inv = 1 / sqrt(var + (double)j->eps);                                            \
+      affine_##DT(j, x, (S *)j->out + r * j->d, mu, inv);                                     \
+    }                                                                                         \
   }
 LC_FOR_FLOAT_DTYPES(NORM_KERNELS)
-
-/* Whether an evaluated node's elements are row-major contiguous (read only). */
-static bool row_major(const struct lc_node *x) {
-  int64_t want = 1;
-  for (int d = x->ndim - 1; d >= 0; d--) {
-    if (x->shape[d] != 1 && x->strides[d] != want) return false;
-    want *= x->shape[d];
-  }
-  return true;
-}
 
 static int norm_eval(struct lc_node *n, bool layer) {
   const struct norm_params *p = n->params;
   if (lc_node_alloc_data(n)) return 1;
   const struct lc_node *x = n->in[0];
   struct norm_job j = {.xn = x, .nlead = x->ndim - 1, .d = x->shape[x->ndim - 1],
-                       .out = n->buf->data, .eps = p->eps, .contig = row_major(x)};
+                       .out = n->buf->data, .eps = p->eps, .contig = lc_fast_row_major(x)};
   if (n->size == 0) return 0;
   j.x = lc_node_data(x);
   j.sx = x->strides[x->ndim - 1];
@@ -118,7 +108,7 @@ static int norm_eval(struct lc_node *n, bool layer) {
   }
   int64_t rows = n->size / j.d, chunk = j.d >= 4096 ? 1 : 4096 / j.d;
   switch (n->dtype) {
-#define CASE(DT, S, C) \
+#define CASE(DT, S, C)                                                                        \
   case DT: lc_parallel_for(rows, chunk, layer ? ln_rows_##DT : rms_rows_##DT, &j); break;
     LC_FOR_FLOAT_DTYPES(CASE)
 #undef CASE

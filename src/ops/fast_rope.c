@@ -37,41 +37,32 @@ struct rope_job {
   bool contig;
 };
 
-#define ROPE_KERNEL(DT, S, C)                                                         \
-  static void rope_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                     \
-    const struct rope_job *j = ctx;                                                   \
-    const int64_t sx = j->sx, half = j->half;                                         \
-    for (int64_t r = lo; r < hi; r++) {                                               \
-      int64_t off = j->contig ? r * j->D : lc_fast_row_offset(j->xn, j->xn->ndim - 1, r); \
-      const S *x = (const S *)j->x + off;                                             \
-      S *o = (S *)j->out + r * j->D;                                                  \
-      int64_t t = r % j->T, b = j->noff > 1 ? r / j->rows_per_batch : 0;             \
-      const C *cs = (const C *)j->table + (b * j->T + t) * 2 * half, *sn = cs + half; \
-      if (j->traditional)                                                             \
-        for (int64_t i = 0; i < half; i++) {                                          \
-          C x1 = lc_ld_##DT(x[2 * i * sx]), x2 = lc_ld_##DT(x[(2 * i + 1) * sx]);     \
-          o[2 * i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                             \
-          o[2 * i + 1] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                         \
-        }                                                                             \
-      else                                                                            \
-        for (int64_t i = 0; i < half; i++) {                                          \
-          C x1 = lc_ld_##DT(x[i * sx]), x2 = lc_ld_##DT(x[(i + half) * sx]);          \
-          o[i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                                 \
-          o[i + half] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                          \
-        }                                                                             \
-      for (int64_t i = 2 * half; i < j->D; i++) o[i] = x[i * sx];                     \
-    }                                                                                 \
+#define ROPE_KERNEL(DT, S, C)                                                                 \
+  static void rope_rows_##DT(void *ctx, int64_t lo, int64_t hi) {                             \
+    const struct rope_job *j = ctx;                                                           \
+    const int64_t sx = j->sx, half = j->half;                                                 \
+    for (int64_t r = lo; r < hi; r++) {                                                       \
+      int64_t off = j->contig ? r * j->D : lc_fast_row_offset(j->xn, j->xn->ndim - 1, r);     \
+      const S *x = (const S *)j->x + off;                                                     \
+      S *o = (S *)j->out + r * j->D;                                                          \
+      int64_t t = r % j->T, b = j->noff > 1 ? r / j->rows_per_batch : 0;                      \
+      const C *cs = (const C *)j->table + (b * j->T + t) * 2 * half, *sn = cs + half;         \
+      if (j->traditional)                                                                     \
+        for (int64_t i = 0; i < half; i++) {                                                  \
+          C x1 = lc_ld_##DT(x[2 * i * sx]), x2 = lc_ld_##DT(x[(2 * i + 1) * sx]);             \
+          o[2 * i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                                     \
+          o[2 * i + 1] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                                 \
+        }                                                                                     \
+      else                                                                                    \
+        for (int64_t i = 0; i < half; i++) {                                                  \
+          C x1 = lc_ld_##DT(x[i * sx]), x2 = lc_ld_##DT(x[(i + half) * sx]);                  \
+          o[i] = lc_st_##DT(x1 * cs[i] - x2 * sn[i]);                                         \
+          o[i + half] = lc_st_##DT(x1 * sn[i] + x2 * cs[i]);                                  \
+        }                                                                                     \
+      for (int64_t i = 2 * half; i < j->D; i++) o[i] = x[i * sx];                             \
+    }                                                                                         \
   }
 LC_FOR_FLOAT_DTYPES(ROPE_KERNEL)
-
-static bool row_major(const struct lc_node *x) {
-  int64_t want = 1;
-  for (int d = x->ndim - 1; d >= 0; d--) {
-    if (x->shape[d] != 1 && x->strides[d] != want) return false;
-    want *= x->shape[d];
-  }
-  return true;
-}
 
 static int rope_eval(struct lc_node *n) {
   const struct rope_params *p = n->params;
@@ -82,7 +73,7 @@ static int rope_eval(struct lc_node *n) {
                        .out = n->buf->data, .T = x->shape[x->ndim - 2],
                        .D = x->shape[x->ndim - 1], .half = p->dims / 2,
                        .noff = (int)offn->size, .traditional = p->traditional,
-                       .contig = row_major(x)};
+                       .contig = lc_fast_row_major(x)};
   j.rows = n->size / j.D;
   j.rows_per_batch = j.rows / x->shape[0];
   bool dbl = n->dtype == MLX_FLOAT64;
@@ -128,7 +119,7 @@ static int rope_eval(struct lc_node *n) {
   int64_t chunk = j.D >= 4096 ? 1 : 4096 / j.D;
   int rc = 0;
   switch (n->dtype) {
-#define CASE(DT, S, C) \
+#define CASE(DT, S, C)                                                                        \
   case DT: lc_parallel_for(j.rows, chunk, rope_rows_##DT, &j); break;
     LC_FOR_FLOAT_DTYPES(CASE)
 #undef CASE

@@ -193,14 +193,16 @@ static void tasks(void *ctx, int64_t lo, int64_t hi) {
     float *kt = buf, *vf = kt + (size_t)D * n, *s = vf + (size_t)n * Dv, *q = s + n, *o = q + D;
     const char *kb = j->kd + (b * ks[0] + hk * ks[1]) * (int64_t)isz;
     const char *vb = j->vd + (b * vs[0] + hk * vs[1]) * (int64_t)isz;
-    for (int d = 0; d < D; d++) load_f(kb + d * ks[3] * (int64_t)isz, dt, ks[2], n, kt + (size_t)d * n);
+    for (int d = 0; d < D; d++)
+      load_f(kb + d * ks[3] * (int64_t)isz, dt, ks[2], n, kt + (size_t)d * n);
     const float *vp = vf;
     int64_t ldv = Dv;
     if (dt == MLX_FLOAT32 && vs[3] == 1) {
       vp = (const float *)vb;
       ldv = vs[2];
     } else {
-      for (int t = 0; t < n; t++) load_f(vb + t * vs[2] * (int64_t)isz, dt, vs[3], Dv, vf + (size_t)t * Dv);
+      for (int t = 0; t < n; t++)
+        load_f(vb + t * vs[2] * (int64_t)isz, dt, vs[3], Dv, vf + (size_t)t * Dv);
     }
     for (int hh = 0; hh < group; hh++)
       for (int i = i0; i < i1; i++) one_row(j, b, hk * group + hh, i, n, kt, vp, ldv, q, s, o);

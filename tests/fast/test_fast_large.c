@@ -42,7 +42,8 @@ static void test_sdpa_large(void) {
   for (int row = 0; row < B * HQ * QL; row += 13) {
     int i = row % QL, h = (row / QL) % HQ, b = row / QL / HQ, hk = h / (HQ / HKV);
     const float *qr = qv + (size_t)row * D;
-    const float *kb = kv + ((size_t)b * HKV + hk) * KL * D, *vb = vv + ((size_t)b * HKV + hk) * KL * D;
+    size_t head = ((size_t)b * HKV + hk) * KL * D;
+    const float *kb = kv + head, *vb = vv + head;
     int n = i + KL - QL + 1; /* keys visible to query i */
     double mx = -INFINITY, den = 0;
     for (int t = 0; t < n; t++) {
