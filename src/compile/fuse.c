@@ -22,11 +22,15 @@
 #include "core/error.h"
 #include "ops/prim.h"
 
+/* Limits keeping a fused kernel's per-tile state small (stack arrays). */
+#define MAX_REGION 1024 /* instructions */
+#define MAX_OUTS 64     /* escaping values */
+#define MAX_RANK 64
+
 static bool fusable(const struct lc_cprog *p, const struct lc_cinstr *ins) {
   const struct lc_prim *pr = lc_prims[ins->op];
-  (void)p;
   return (pr->flags & LC_PF_ELEMWISE) && pr->ew && ins->nout == 1 && ins->nin >= 1 &&
-         ins->nin <= LC_FUSED_MAXARG;
+         ins->nin <= LC_FUSED_MAXARG && p->vals[ins->out[0]].ndim <= MAX_RANK;
 }
 
 /* The root of a broadcast chain ending at value v. */
@@ -100,6 +104,10 @@ static int emit(struct lc_cprog *p, const struct region *r, const int *region_of
       }
     }
     if (escapes[r->mem[m]]) out_vals[nout++] = ins->out[0];
+  }
+  if (nout > MAX_OUTS) { /* left unfused: the members stay as they are */
+    rc = 0;
+    goto done;
   }
   /* Scratch slots. */
   int nslot = 0, nfree = 0;
@@ -228,7 +236,7 @@ int lc_compile_fuse(struct lc_cprog *p) {
         int pr = p->vals[ins->in[k]].prod;
         if (pr < 0 || region_of[pr] < 0) continue;
         int c = region_of[pr];
-        bool ok = true;
+        bool ok = count[c] < MAX_REGION;
         for (int q = 0; q < ins->nin && ok; q++) {
           int pq = p->vals[ins->in[q]].prod;
           if (pq >= 0 && region_of[pq] == c) continue;
@@ -246,7 +254,8 @@ int lc_compile_fuse(struct lc_cprog *p) {
           int pr = p->vals[ins->in[k]].prod;
           if (pr < 0 || region_of[pr] < 0 || region_of[pr] == r) continue;
           int c = region_of[pr];
-          bool ok = !has(rdep, words, c, r) && !has(rdep, words, r, c);
+          bool ok = count[r] + count[c] < MAX_REGION && !has(rdep, words, c, r) &&
+                    !has(rdep, words, r, c);
           for (int q = 0; q < ins->nin && ok; q++) {
             int pq = p->vals[ins->in[q]].prod;
             if (pq >= 0 && (region_of[pq] == c || region_of[pq] == r)) continue;

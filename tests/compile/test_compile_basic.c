@@ -709,6 +709,45 @@ static void test_placeholder_eval_error(void) {
   mlx_closure_free(f);
 }
 
+/* A 3000-op chain: regions are capped (several fused kernels), results
+ * match the uncompiled chain. */
+static int fun_long(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new(), t = mlx_array_new(), k = mlx_array_new_float(0.001f);
+  mlx_vector_array_get(&x, in, 0);
+  mlx_array_set(&t, x);
+  int rc = 0;
+  for (int i = 0; i < 3000 && !rc; i++) rc = mlx_add(&t, t, i % 2 ? k : x, test_stream());
+  if (!rc) rc = mlx_vector_array_append_value(*res, t);
+  mlx_array_free(x);
+  mlx_array_free(t);
+  mlx_array_free(k);
+  return rc;
+}
+
+static void test_long_chain(void) {
+  mlx_closure f = mlx_closure_new_func_payload(fun_long, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  int s[1] = {2000};
+  mlx_array x = test_rand_f32(s, 1, -1, 1);
+  mlx_array r = call1(cf, 1, &x, NULL);
+  int fused;
+  count_nodes(node(r), LC_OP_FUSED, &fused);
+  CHECK_MSG(fused >= 3 && fused <= 4, "%d fused kernels", fused);
+  mlx_vector_array vin = mlx_vector_array_new_data(&x, 1), out = mlx_vector_array_new();
+  CHECK_OK(mlx_closure_apply(&out, f, vin));
+  mlx_array ref = mlx_array_new();
+  mlx_vector_array_get(&ref, out, 0);
+  CHECK(same_bits(r, ref));
+  mlx_array_free(ref);
+  mlx_vector_array_free(vin);
+  mlx_vector_array_free(out);
+  mlx_array_free(r);
+  mlx_array_free(x);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -725,6 +764,7 @@ int main(void) {
   test_shapeless_fallback();
   test_capture_of_outer_tracer();
   test_placeholder_eval_error();
+  test_long_chain();
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, baseline %zu",
             test_active_memory(), base);
