@@ -213,6 +213,49 @@ static void test_masked_and_meshgrid_errors(void) {
   free_all(all, sizeof all / sizeof all[0]);
 }
 
+/* Degenerate shapes: no index arrays, empty index arrays, empty inputs. */
+static void test_degenerate(void) {
+  float av[6] = {1, 2, 3, 4, 5, 6};
+  int sh[2] = {2, 3}, s0[1] = {0};
+  mlx_array a = mlx_array_new_data(av, sh, 2, MLX_FLOAT32), r = mlx_array_new();
+  /* scatter with no index arrays writes the update block at the origin */
+  float uv[2] = {-1, -2};
+  int us[2] = {1, 2};
+  mlx_array u = mlx_array_new_data(uv, us, 2, MLX_FLOAT32);
+  mlx_vector_array none = mlx_vector_array_new();
+  CHECK_OK(mlx_scatter_add(&r, a, none, u, NULL, 0, S()));
+  double ref[6] = {0, 0, 3, 4, 5, 6};
+  CHECK_CLOSE(r, ref, 6, 0, 0);
+  int sl[2] = {2, 2};
+  CHECK_OK(mlx_gather(&r, a, none, NULL, 0, sl, 2, S()));
+  CHECK_SHAPE(r, 2, 2);
+  double ref2[4] = {1, 2, 4, 5};
+  CHECK_CLOSE(r, ref2, 4, 0, 0);
+  /* empty index arrays */
+  int32_t dummy = 0;
+  mlx_array e = mlx_array_new_data(&dummy, s0, 1, MLX_INT32);
+  CHECK_OK(mlx_take_axis(&r, a, e, 1, S()));
+  CHECK_SHAPE(r, 2, 0);
+  CHECK_OK(mlx_array_eval(r));
+  int eus[3] = {0, 1, 3};
+  mlx_array eu = mlx_array_new_data(av, eus, 3, MLX_FLOAT32);
+  CHECK_OK(mlx_scatter_single(&r, a, e, eu, 0, S()));
+  double unchanged[6] = {1, 2, 3, 4, 5, 6};
+  CHECK_CLOSE(r, unchanged, 6, 0, 0);
+  /* empty input: empty take works, a non-empty one is refused */
+  int es[2] = {0, 3};
+  mlx_array ea = mlx_array_new_data(av, es, 2, MLX_FLOAT32);
+  CHECK_OK(mlx_take_axis(&r, ea, e, 0, S()));
+  CHECK_SHAPE(r, 0, 3);
+  int32_t one = 0;
+  int s1[1] = {1};
+  mlx_array i1 = mlx_array_new_data(&one, s1, 1, MLX_INT32);
+  CHECK_FAILS(mlx_take_axis(&r, ea, i1, 0, S()), "empty axis");
+  mlx_vector_array_free(none);
+  mlx_array all[] = {a, r, u, e, eu, ea, i1};
+  free_all(all, sizeof all / sizeof all[0]);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -221,6 +264,7 @@ int main(void) {
   test_errors();
   test_dtypes();
   test_masked_and_meshgrid_errors();
+  test_degenerate();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, expected %zu", test_active_memory(),
             base);
   return test_done();
