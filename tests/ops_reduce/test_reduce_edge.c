@@ -2,6 +2,8 @@
  * arrays, integer wrap-around, accuracy and the multi-threaded paths on
  * large inputs (row, column and single-long-row), and memory returning to
  * its baseline. */
+#include <complex.h>
+
 #include "test.h"
 
 static mlx_stream S;
@@ -255,6 +257,55 @@ static void test_nan_and_inf(void) {
   mlx_array_free(r);
 }
 
+/* complex64: sums and products, mean, var (real, mean squared magnitude of
+ * the deviation), max/min and sorting by (real, imaginary), cumsum. */
+static void test_complex(void) {
+  float _Complex v[4] = {1 + 2 * I, 3 - 1 * I, 1 + 5 * I, -2 + 0 * I};
+  int s4[1] = {4};
+  mlx_array x = mlx_array_new_data(v, s4, 1, MLX_COMPLEX64), r = mlx_array_new();
+  float _Complex c = 0;
+  CHECK_OK(mlx_sum(&r, x, false, S));
+  CHECK(mlx_array_dtype(r) == MLX_COMPLEX64);
+  CHECK_OK(mlx_array_item_complex64(&c, r));
+  CHECK(crealf(c) == 3 && cimagf(c) == 6);
+  CHECK_OK(mlx_prod_axis(&r, x, 0, false, S));
+  CHECK_OK(mlx_array_item_complex64(&c, r));
+  float _Complex p = v[0] * v[1] * v[2] * v[3];
+  CHECK(fabsf(crealf(c) - crealf(p)) < 1e-4 && fabsf(cimagf(c) - cimagf(p)) < 1e-4);
+  CHECK_OK(mlx_mean(&r, x, false, S));
+  CHECK_OK(mlx_array_item_complex64(&c, r));
+  CHECK(crealf(c) == 0.75f && cimagf(c) == 1.5f);
+  CHECK_OK(mlx_var(&r, x, false, 0, S));
+  CHECK(mlx_array_dtype(r) == MLX_FLOAT32);
+  double var = 0;
+  for (int i = 0; i < 4; i++) {
+    double dr = crealf(v[i]) - 0.75, di = cimagf(v[i]) - 1.5;
+    var += (dr * dr + di * di) / 4;
+  }
+  CHECK(fabs(item(r) - var) < 1e-5);
+  CHECK_OK(mlx_max(&r, x, false, S));
+  CHECK_OK(mlx_array_item_complex64(&c, r));
+  CHECK(crealf(c) == 3 && cimagf(c) == -1);
+  CHECK_OK(mlx_min(&r, x, false, S));
+  CHECK_OK(mlx_array_item_complex64(&c, r));
+  CHECK(crealf(c) == -2);
+  CHECK_OK(mlx_argmax(&r, x, false, S));
+  CHECK(item(r) == 1);
+  CHECK_OK(mlx_sort(&r, x, S));
+  mlx_array_eval(r);
+  const float _Complex *sv = mlx_array_data_complex64(r);
+  CHECK(sv && crealf(sv[0]) == -2 && crealf(sv[1]) == 1 && cimagf(sv[1]) == 2 &&
+        cimagf(sv[2]) == 5 && crealf(sv[3]) == 3);
+  CHECK_OK(mlx_cumsum(&r, x, 0, true, false, S)); /* reverse, exclusive */
+  mlx_array_eval(r);
+  sv = mlx_array_data_complex64(r);
+  CHECK(sv && crealf(sv[3]) == 0 && crealf(sv[2]) == -2 && cimagf(sv[0]) == 4);
+  CHECK_OK(mlx_any(&r, x, false, S));
+  CHECK(item(r) == 1);
+  mlx_array_free(x);
+  mlx_array_free(r);
+}
+
 int main(void) {
   test_init();
   S = test_stream();
@@ -263,6 +314,7 @@ int main(void) {
   test_zero_size_and_scalars();
   test_integer_semantics();
   test_nan_and_inf();
+  test_complex();
   test_large();
   CHECK_MSG(test_active_memory() == before, "leaked %zu bytes", test_active_memory() - before);
   return test_done();
