@@ -136,7 +136,7 @@ static void bench_matmul(int n, mlx_stream s) {
 
 int main(int argc, char **argv) {
   int quick = argc > 1 && !strcmp(argv[1], "--quick");
-  if (quick) setenv("LACE_BENCH_COPY_MB", "64", 0);
+  if (quick) setenv("LACE_BENCH_COPY_MB", "64", 0); /* unless set */
   bench_init();
   mlx_stream s = mlx_default_cpu_stream_new();
   int nthreads = bench_threads();
