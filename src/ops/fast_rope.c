@@ -3,7 +3,7 @@
  * elements), then freqs (float32, dims/2) when given. Rows are the vectors
  * along the last axis; row r sits at sequence index t = r % T (T = extent of
  * axis -2) of batch b = r / (rows / B). Angles are computed in double into a
- * cos/sin table per (offset, t), then the rotation runs in float (double for
+ * cos/sin table per position, then the rotation runs in float (double for
  * float64), rounding once to x's dtype. */
 #include <math.h>
 #include <stdio.h>
@@ -31,7 +31,8 @@ struct rope_job {
   const char *x;
   int64_t sx; /* stride along the last axis */
   char *out;
-  const void *table; /* [noff * T][cos half | sin half] of the compute type */
+  const void *table; /* rows of [cos half | sin half] of the compute type */
+  const int64_t *rowbase; /* per offset: the table row of sequence index 0 */
   int64_t rows, rows_per_batch, T, D;
   int half, noff, traditional;
   bool contig;
@@ -46,7 +47,7 @@ struct rope_job {
       const S *x = (const S *)j->x + off;                                                     \
       S *o = (S *)j->out + r * j->D;                                                          \
       int64_t t = r % j->T, b = j->noff > 1 ? r / j->rows_per_batch : 0;                      \
-      const C *cs = (const C *)j->table + (b * j->T + t) * 2 * half, *sn = cs + half;         \
+      const C *cs = (const C *)j->table + (j->rowbase[b] + t) * 2 * half, *sn = cs + half;    \
       if (j->traditional)                                                                     \
         for (int64_t i = 0; i < half; i++) {                                                  \
           C x1 = lc_ld_##DT(x[2 * i * sx]), x2 = lc_ld_##DT(x[(2 * i + 1) * sx]);             \
@@ -78,12 +79,31 @@ static int rope_eval(struct lc_node *n) {
   j.rows_per_batch = j.rows / x->shape[0];
   bool dbl = n->dtype == MLX_FLOAT64;
   size_t csz = dbl ? sizeof(double) : sizeof(float);
-  size_t entries = (size_t)j.noff * (size_t)j.T * 2 * (size_t)j.half;
+  /* Table rows: one per distinct position when the offsets lie close
+   * together (batched decoding), else T per offset. Never more rows than
+   * there are vectors to rotate. */
+  int64_t *offv = malloc(sizeof(int64_t) * 2 * (size_t)j.noff), *rowbase = offv + j.noff;
   double *inv = malloc(sizeof(double) * (size_t)(j.half ? j.half : 1));
-  void *table = malloc(csz * (entries ? entries : 1));
-  if (!inv || !table) {
+  if (!offv || !inv) {
+    free(offv);
     free(inv);
-    free(table);
+    return lc_error("rope: out of memory");
+  }
+  const char *offs = lc_node_data(offn);
+  int64_t ostride = offn->ndim ? offn->strides[0] : 0, omin = 0, omax = 0;
+  size_t oisz = lc_dtype_size(offn->dtype);
+  for (int o = 0; o < j.noff; o++) {
+    offv[o] = (int64_t)lc_dtype_load(offs + o * ostride * (int64_t)oisz, offn->dtype);
+    if (!o || offv[o] < omin) omin = offv[o];
+    if (!o || offv[o] > omax) omax = offv[o];
+  }
+  bool shared = j.noff > 1 && (omax - omin) < (int64_t)(j.noff - 1) * j.T;
+  int64_t trows = shared ? omax - omin + j.T : (int64_t)j.noff * j.T;
+  for (int o = 0; o < j.noff; o++) rowbase[o] = shared ? offv[o] - omin : (int64_t)o * j.T;
+  void *table = malloc(csz * (size_t)(trows ? trows : 1) * 2 * (size_t)(j.half ? j.half : 1));
+  if (!table) {
+    free(offv);
+    free(inv);
     return lc_error("rope: out of memory");
   }
   for (int i = 0; i < j.half; i++) {
@@ -94,26 +114,22 @@ static int rope_eval(struct lc_node *n) {
       inv[i] = exp(-(double)i * log((double)p->base) / j.half);
     }
   }
-  const char *offs = lc_node_data(offn);
-  int64_t ostride = offn->ndim ? offn->strides[0] : 0;
-  size_t oisz = lc_dtype_size(offn->dtype);
-  for (int o = 0; o < j.noff; o++) {
-    double off = lc_dtype_load(offs + o * ostride * (int64_t)oisz, offn->dtype);
-    for (int64_t t = 0; t < j.T; t++) {
-      double pos = ((double)t + off) * (double)p->scale;
-      size_t base = ((size_t)o * (size_t)j.T + (size_t)t) * 2 * (size_t)j.half;
-      for (int i = 0; i < j.half; i++) {
-        double th = pos * inv[i], c = cos(th), s = p->forward ? sin(th) : -sin(th);
-        if (dbl) {
-          ((double *)table)[base + i] = c;
-          ((double *)table)[base + j.half + i] = s;
-        } else {
-          ((float *)table)[base + i] = (float)c;
-          ((float *)table)[base + j.half + i] = (float)s;
-        }
+  for (int64_t row = 0; row < trows; row++) {
+    int64_t ipos = shared ? omin + row : offv[row / j.T] + row % j.T;
+    double pos = (double)ipos * (double)p->scale;
+    size_t base = (size_t)row * 2 * (size_t)j.half;
+    for (int i = 0; i < j.half; i++) {
+      double th = pos * inv[i], c = cos(th), s = p->forward ? sin(th) : -sin(th);
+      if (dbl) {
+        ((double *)table)[base + i] = c;
+        ((double *)table)[base + j.half + i] = s;
+      } else {
+        ((float *)table)[base + i] = (float)c;
+        ((float *)table)[base + j.half + i] = (float)s;
       }
     }
   }
+  j.rowbase = rowbase;
   free(inv);
   j.table = table;
   int64_t chunk = j.D >= 4096 ? 1 : 4096 / j.D;
@@ -126,6 +142,7 @@ static int rope_eval(struct lc_node *n) {
     default: rc = lc_error("rope: unsupported dtype %s", lc_dtype_name(n->dtype));
   }
   free(table);
+  free(offv);
   return rc;
 }
 

@@ -163,6 +163,7 @@ rope_case((2, 2, 2, 3, 8), 4, True, F32, offset=2)  # 5-d input
 rope_case((2, 2, 3, 8), 8, False, F32, freqs=True, offset=1)
 rope_case((3, 1, 4, 8), 8, False, F32, offsets=[0, 5, 11])  # per-batch offsets
 rope_case((3, 1, 4, 8), 8, True, F32, offsets=[2, 0, 9])
+rope_case((4, 2, 3, 8), 8, False, F32, offsets=[5, 7, 5, 6], scale=0.5)  # overlapping positions
 rope_case((1, 2, 6, 32), 32, False, F16, offset=20)
 rope_case((1, 2, 6, 32), 32, True, BF16, offset=4)
 rope_case((1, 2, 3, 12), 12, False, F64, offset=1000)
