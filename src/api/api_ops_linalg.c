@@ -1,5 +1,4 @@
-/* Public matmul-family ops (ops.h): checks, then ops/linalg.h.
- * block_masked_mm is not implemented (stub). */
+/* Public matmul-family ops (ops.h): checks, then ops/linalg.h. */
 #include <limits.h>
 
 #include "api/api.h"
@@ -70,4 +69,15 @@ int mlx_segmented_mm(mlx_array *res, const mlx_array a, const mlx_array b, const
   LC_CHECK_ARR("mlx_segmented_mm", segments);
   if (lc_api_check_stream("mlx_segmented_mm", s)) return 1;
   return lc_api_set(res, lc_segmented_mm(lc_arr(a), lc_arr(b), lc_arr(segments)));
+}
+
+int mlx_block_masked_mm(mlx_array *res, const mlx_array a, const mlx_array b, int block_size,
+                        const mlx_array mask_out, const mlx_array mask_lhs,
+                        const mlx_array mask_rhs, const mlx_stream s) {
+  LC_CHECK_RES("mlx_block_masked_mm", res);
+  LC_CHECK_ARR("mlx_block_masked_mm", a);
+  LC_CHECK_ARR("mlx_block_masked_mm", b);
+  if (lc_api_check_stream("mlx_block_masked_mm", s)) return 1;
+  return lc_api_set(res, lc_block_masked_mm(lc_arr(a), lc_arr(b), block_size, lc_arr(mask_out),
+                                            lc_arr(mask_lhs), lc_arr(mask_rhs)));
 }

@@ -10,10 +10,12 @@
 #include "core/alloc.h"
 #include "core/error.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/binary.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
+#include "ops/ternary.h"
 
 struct matmul_params {
   int nb;      /* leading batch dimensions shared by every input and the output */
@@ -674,5 +676,163 @@ struct lc_node *lc_segmented_mm(struct lc_node *a, struct lc_node *b, struct lc_
   lc_node_release(ca);
   lc_node_release(cb);
   lc_node_release(cs);
+  return r;
+}
+
+/* ---- block_masked_mm ---- */
+
+/* mask of blocks, broadcast to x's batch + (ceil(rows/block),
+ * ceil(cols/block)), expanded to the element mask of x (borrowed, shape
+ * (batch..., rows, cols)): each entry repeated block x block times, cut to
+ * (rows, cols). bool stays bool, other dtypes become t. */
+static struct lc_node *expand_mask(const char *what, struct lc_node *mask, struct lc_node *x,
+                                   int block, mlx_dtype t) {
+  int rows = x->shape[x->ndim - 2], cols = x->shape[x->ndim - 1];
+  int nd = x->ndim, target[nd];
+  memcpy(target, x->shape, sizeof(int) * (size_t)nd);
+  target[nd - 2] = (rows + block - 1) / block;
+  target[nd - 1] = (cols + block - 1) / block;
+  (void)what;
+  struct lc_node *mb = lc_broadcast_to(mask, nd, target);
+  if (!mb) return NULL;
+  struct lc_node *m = lc_astype(mb, mask->dtype == MLX_BOOL ? MLX_BOOL : t), *r1 = NULL,
+                 *r2 = NULL, *s1 = NULL, *s2 = NULL, *out = NULL;
+  if (m && (r1 = lc_repeat(m, block, -2)) && (r2 = lc_repeat(r1, block, -1)) &&
+      (s1 = lc_slice_axis(r2, r2->ndim - 2, 0, rows)) &&
+      (s2 = lc_slice_axis(s1, s1->ndim - 1, 0, cols)))
+    out = lc_node_retain(s2);
+  lc_node_release(mb);
+  lc_node_release(m);
+  lc_node_release(r1);
+  lc_node_release(r2);
+  lc_node_release(s1);
+  lc_node_release(s2);
+  return out;
+}
+
+/* x masked: where(mask, x, 0) for bool masks, x * mask otherwise. Consumes
+ * x and mask (either may be NULL after a failure). */
+static struct lc_node *apply_mask(struct lc_node *x, struct lc_node *mask) {
+  struct lc_node *r = NULL;
+  if (x && mask) {
+    if (mask->dtype == MLX_BOOL) {
+      struct lc_node *z = lc_node_new_scalar(x->dtype, 0.0);
+      r = z ? lc_where(mask, x, z) : NULL;
+      lc_node_release(z);
+    } else {
+      r = lc_multiply(x, mask);
+    }
+  }
+  lc_node_release(x);
+  lc_node_release(mask);
+  return r;
+}
+
+struct lc_node *lc_block_masked_mm(struct lc_node *a_in, struct lc_node *b_in, int block,
+                                   struct lc_node *mask_out, struct lc_node *mask_lhs,
+                                   struct lc_node *mask_rhs) {
+  if (!mask_out && !mask_lhs && !mask_rhs) return lc_matmul(a_in, b_in);
+  if (block != 32 && block != 64) {
+    lc_error("block_masked_mm: only block sizes 32 and 64 are supported, got %d", block);
+    return NULL;
+  }
+  if (a_in->ndim == 0 || b_in->ndim == 0) {
+    lc_error("block_masked_mm: got 0 dimension input; inputs must have at least one dimension");
+    return NULL;
+  }
+  mlx_dtype t = lc_dtype_promote(a_in->dtype, b_in->dtype);
+  if (!lc_dtype_is_float(t)) {
+    lc_error("block_masked_mm: only real floating point types are supported but %s and %s were "
+             "provided which results in %s", lc_dtype_name(a_in->dtype),
+             lc_dtype_name(b_in->dtype), lc_dtype_name(t));
+    return NULL;
+  }
+  int zero = 0, one = 1, m2 = -2, m1 = -1;
+  struct lc_node *a = NULL, *b = NULL, *ml = NULL, *mr = NULL, *mo = NULL, *prod = NULL,
+                 *r = NULL, *ca = NULL, *cb = NULL;
+  ca = lc_astype(a_in, t);
+  cb = ca ? lc_astype(b_in, t) : NULL;
+  if (!cb) goto out;
+  a = a_in->ndim == 1 ? lc_expand_dims(ca, 1, &zero) : lc_node_retain(ca);
+  b = b_in->ndim == 1 ? lc_expand_dims(cb, 1, &one) : lc_node_retain(cb);
+  if (!a || !b) goto out;
+  if (a->shape[a->ndim - 1] == b->shape[b->ndim - 2]) {
+    /* both operands over the common batch shape (views) */
+    int nba = a->ndim - 2, nbb = b->ndim - 2, cap = (nba > nbb ? nba : nbb) + 2, nb;
+    int sha[cap], shb[cap];
+    if (lc_broadcast_shapes("block_masked_mm", nba, a->shape, nbb, b->shape, &nb, sha)) goto out;
+    memcpy(shb, sha, sizeof(int) * (size_t)nb);
+    sha[nb] = a->shape[a->ndim - 2];
+    sha[nb + 1] = a->shape[a->ndim - 1];
+    shb[nb] = b->shape[b->ndim - 2];
+    shb[nb + 1] = b->shape[b->ndim - 1];
+    struct lc_node *xa = lc_broadcast_to(a, nb + 2, sha), *xb = xa ? lc_broadcast_to(b, nb + 2, shb) : NULL;
+    lc_node_release(a);
+    lc_node_release(b);
+    a = xa;
+    b = xb;
+    if (!a || !b) goto out;
+  } else {
+    char sa[128], sb[128];
+    lc_error("block_masked_mm: last dimension of first input with shape %s must match second to "
+             "last dimension of second input with shape %s",
+             lc_shape_str(a->ndim, a->shape, sa, sizeof sa),
+             lc_shape_str(b->ndim, b->shape, sb, sizeof sb));
+    goto out;
+  }
+  if (mask_lhs) {
+    struct lc_node *m = a_in->ndim == 1 ? lc_expand_dims(mask_lhs, 1, &m2) : lc_node_retain(mask_lhs);
+    ml = m ? expand_mask("lhs", m, a, block, t) : NULL;
+    lc_node_release(m);
+    if (!ml) goto out;
+  }
+  if (mask_rhs) {
+    struct lc_node *m = b_in->ndim == 1 ? lc_expand_dims(mask_rhs, 1, &m1) : lc_node_retain(mask_rhs);
+    mr = m ? expand_mask("rhs", m, b, block, t) : NULL;
+    lc_node_release(m);
+    if (!mr) goto out;
+  }
+  if (ml) {
+    a = apply_mask(a, ml);
+    ml = NULL;
+    if (!a) goto out;
+  }
+  if (mr) {
+    b = apply_mask(b, mr);
+    mr = NULL;
+    if (!b) goto out;
+  }
+  if (!(prod = lc_matmul(a, b))) goto out;
+  if (mask_out) {
+    int ex[2], nex = 0;
+    if (a_in->ndim == 1) ex[nex++] = -2;
+    if (b_in->ndim == 1) ex[nex++] = -1;
+    struct lc_node *m = nex ? lc_expand_dims(mask_out, nex, ex) : lc_node_retain(mask_out);
+    mo = m ? expand_mask("out", m, prod, block, t) : NULL;
+    lc_node_release(m);
+    if (!mo) goto out;
+    prod = apply_mask(prod, mo);
+    mo = NULL;
+    if (!prod) goto out;
+  }
+  r = prod;
+  prod = NULL;
+  if (a_in->ndim == 1 || b_in->ndim == 1) {
+    int axes[2], na = 0;
+    if (a_in->ndim == 1) axes[na++] = r->ndim - 2;
+    if (b_in->ndim == 1) axes[na++] = r->ndim - 1;
+    struct lc_node *sq = lc_squeeze(r, na, axes);
+    lc_node_release(r);
+    r = sq;
+  }
+out:
+  lc_node_release(ca);
+  lc_node_release(cb);
+  lc_node_release(a);
+  lc_node_release(b);
+  lc_node_release(ml);
+  lc_node_release(mr);
+  lc_node_release(mo);
+  lc_node_release(prod);
   return r;
 }

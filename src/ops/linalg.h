@@ -36,6 +36,12 @@ struct lc_node *lc_gather_mm(struct lc_node *a, struct lc_node *b, struct lc_nod
  * ranges of K; result (..., M, N), each a[:, s:e] @ b[s:e, :] (zeros when
  * empty). */
 struct lc_node *lc_segmented_mm(struct lc_node *a, struct lc_node *b, struct lc_node *segments);
+/* MLX's block_masked_mm: masks of (block x block) tiles (block 32 or 64)
+ * for a (..., M/b, K/b), b (..., K/b, N/b) and the output (..., M/b, N/b),
+ * any may be NULL; bool masks zero tiles, other masks scale them. */
+struct lc_node *lc_block_masked_mm(struct lc_node *a, struct lc_node *b, int block,
+                                   struct lc_node *mask_out, struct lc_node *mask_lhs,
+                                   struct lc_node *mask_rhs);
 /* (a.size, b.size): a flattened times b flattened; any dtype. */
 struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b);
 

@@ -365,6 +365,50 @@ static void test_segmented_mm(void) {
   mlx_array_free(r);
 }
 
+static void test_block_masked_mm(void) {
+  mlx_stream s = test_stream();
+  const int B = 2, M = 70, K = 40, N = 50, bs = 32, tm = 3, tk = 2, tn = 2;
+  int sa[3] = {B, M, K}, sb[2] = {K, N};
+  mlx_array a = test_rand_f32(sa, 3, -1, 1), b = test_rand_f32(sb, 2, -1, 1), r = mlx_array_new();
+  bool ml[12], mo[6];
+  float mr[4] = {0.5f, -2.0f, 1.0f, 3.0f};
+  for (int i = 0; i < B * tm * tk; i++) ml[i] = test_randint(0, 3) != 0;
+  for (int i = 0; i < tm * tn; i++) mo[i] = test_randint(0, 3) != 0;
+  int sml[3] = {B, tm, tk}, smr[2] = {tk, tn}, smo[2] = {tm, tn};
+  mlx_array xml = mlx_array_new_data(ml, sml, 3, MLX_BOOL), xmr = mlx_array_new_data(mr, smr, 2, MLX_FLOAT32),
+            xmo = mlx_array_new_data(mo, smo, 2, MLX_BOOL);
+  CHECK_OK(mlx_block_masked_mm(&r, a, b, bs, xmo, xml, xmr, s));
+  CHECK_SHAPE(r, B, M, N);
+  double *av = test_values(a), *bv = test_values(b);
+  double *ref = malloc(sizeof(double) * B * M * N);
+  for (int bi = 0; bi < B; bi++)
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double acc = 0;
+        for (int k = 0; k < K; k++) {
+          double x = ml[(bi * tm + i / bs) * tk + k / bs] ? av[(bi * M + i) * K + k] : 0;
+          acc += x * bv[k * N + j] * mr[(k / bs) * tn + j / bs];
+        }
+        ref[(bi * M + i) * N + j] = mo[(i / bs) * tn + j / bs] ? acc : 0;
+      }
+  CHECK_CLOSE(r, ref, (size_t)(B * M * N), 1e-5, 1e-5);
+  /* no masks: matmul; errors */
+  mlx_array none = mlx_array_new();
+  CHECK_OK(mlx_block_masked_mm(&r, a, b, bs, none, none, none, s));
+  CHECK_SHAPE(r, B, M, N);
+  CHECK_FAILS(mlx_block_masked_mm(&r, a, b, 16, xmo, none, none, s), "32 and 64");
+  CHECK_FAILS(mlx_block_masked_mm(&r, a, b, bs, xmr, none, none, s), "broadcast");
+  free(ref);
+  free(av);
+  free(bv);
+  mlx_array_free(xml);
+  mlx_array_free(xmr);
+  mlx_array_free(xmo);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(r);
+}
+
 int main(void) {
   test_init();
   size_t before = test_active_memory();
@@ -373,6 +417,7 @@ int main(void) {
   test_public_views();
   test_gather_mm();
   test_segmented_mm();
+  test_block_masked_mm();
   test_special();
   CHECK_MSG(test_active_memory() == before, "active memory %zu, was %zu", test_active_memory(),
             before);
