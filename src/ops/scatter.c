@@ -244,7 +244,7 @@ struct lc_node *lc_slice_update(struct lc_node *src, struct lc_node *update, con
   int nd = src->ndim;
   int params[1 + 2 * nd];
   params[0] = mode;
-  if (view->op == LC_OP_SLICE) {
+  if (view != src) { /* a new SLICE node; otherwise the slice is all of src */
     memcpy(params + 1, view->params, sizeof(int) * 2 * (size_t)nd);
   } else { /* the whole array */
     for (int d = 0; d < nd; d++) {

@@ -251,6 +251,18 @@ static void test_degenerate(void) {
   int s1[1] = {1};
   mlx_array i1 = mlx_array_new_data(&one, s1, 1, MLX_INT32);
   CHECK_FAILS(mlx_take_axis(&r, ea, i1, 0, S()), "empty axis");
+  /* slice_update of all of a lazy slice (the update must not inherit the
+   * inner slice's offsets) */
+  mlx_array inner = mlx_array_new();
+  int st[2] = {0, 1}, sp[2] = {2, 3}, one2[2] = {1, 1};
+  CHECK_OK(mlx_slice(&inner, a, st, 2, sp, 2, one2, 2, S())); /* (2,2): cols 1..2 */
+  int z[2] = {0, 0}, full[2] = {2, 2};
+  mlx_array nine = mlx_array_new_float(9.0f);
+  CHECK_OK(mlx_slice_update_add(&r, inner, nine, z, 2, full, 2, one2, 2, S()));
+  double ref3[4] = {11, 12, 14, 15};
+  CHECK_CLOSE(r, ref3, 4, 0, 0);
+  mlx_array_free(inner);
+  mlx_array_free(nine);
   mlx_vector_array_free(none);
   mlx_array all[] = {a, r, u, e, eu, ea, i1};
   free_all(all, sizeof all / sizeof all[0]);
