@@ -102,11 +102,14 @@ static inline uint16_t lc_ew_f16_st(float x) {
 /* Loop instantiation over dtype groups. L is LC_U_LOOP or LC_B_LOOP; the
  * loop for dtype DT of op NAME is NAME##_##DT. FF: the expression for
  * float compute (float16, bfloat16, float32), FD for double. */
-#define LC_LOOPS_FLOAT(L, NAME, FF, FD)                                                  \
-  L(LC_EW_HOT, NAME##_MLX_FLOAT32, float, float, float, LC_ID, LC_ID, FF)                \
-  L(LC_EW_HOT, NAME##_MLX_FLOAT64, double, double, double, LC_ID, LC_ID, FD)             \
-  L(LC_EW_HOT, NAME##_MLX_FLOAT16, uint16_t, float, uint16_t, lc_ew_f16_ld, lc_ew_f16_st, FF) \
-  L(LC_EW_HOT, NAME##_MLX_BFLOAT16, uint16_t, float, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, FF)
+#define LC_LOOPS_FLOAT_A(A, L, NAME, FF, FD)                                           \
+  L(A, NAME##_MLX_FLOAT32, float, float, float, LC_ID, LC_ID, FF)                      \
+  L(A, NAME##_MLX_FLOAT64, double, double, double, LC_ID, LC_ID, FD)                   \
+  L(A, NAME##_MLX_FLOAT16, uint16_t, float, uint16_t, lc_ew_f16_ld, lc_ew_f16_st, FF)  \
+  L(A, NAME##_MLX_BFLOAT16, uint16_t, float, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, FF)
+#define LC_LOOPS_FLOAT(L, NAME, FF, FD) LC_LOOPS_FLOAT_A(LC_EW_HOT, L, NAME, FF, FD)
+/* Not cloned: for ops dominated by scalar libm calls. */
+#define LC_LOOPS_FLOAT_COLD(L, NAME, FF, FD) LC_LOOPS_FLOAT_A(, L, NAME, FF, FD)
 
 /* Same, with output storage type OS (bool for predicates). */
 #define LC_LOOPS_FLOAT_TO(L, NAME, OS, FF, FD)                                       \

@@ -109,12 +109,16 @@ static double erfinv_d(double y) {
 }
 #define ERFINV_F(v, C) ((float)erfinv_d(v))
 #define ERFINV_D(v, C) erfinv_d(v)
-FLOAT_OP(erfinv, ERFINV_F, ERFINV_D)
+LC_LOOPS_FLOAT_COLD(U, erfinv, ERFINV_F, ERFINV_D)
+LC_KERNEL(erfinv, LC_CASES_FLOAT(LC_UCASE, erfinv))
 
-#define LIBM_OP(NAME)                       \
-  FLOAT_OP(NAME, NAME##_LF, NAME##_LD)
-#define LIBM_CX_OP(NAME, FC)               \
-  FLOAT_CX_OP(NAME, NAME##_LF, NAME##_LD, FC)
+#define LIBM_OP(NAME)                               \
+  LC_LOOPS_FLOAT_COLD(U, NAME, NAME##_LF, NAME##_LD) \
+  LC_KERNEL(NAME, LC_CASES_FLOAT(LC_UCASE, NAME))
+#define LIBM_CX_OP(NAME, FC)                        \
+  LC_LOOPS_FLOAT_COLD(U, NAME, NAME##_LF, NAME##_LD) \
+  LC_LOOP_CX(U, NAME, lc_c64, FC)                    \
+  LC_KERNEL(NAME, LC_CASES_FLOAT(LC_UCASE, NAME) LC_CASES_CX(LC_UCASE, NAME))
 
 #define expm1_LF(v, C) expm1f(v)
 #define expm1_LD(v, C) expm1(v)
@@ -168,14 +172,14 @@ LIBM_OP(arccosh)
 LIBM_OP(arctanh)
 #define floor_LF(v, C) floorf(v)
 #define floor_LD(v, C) floor(v)
-LIBM_OP(floor)
+FLOAT_OP(floor, floor_LF, floor_LD) /* vectorises (roundps) */
 #define ceil_LF(v, C) ceilf(v)
 #define ceil_LD(v, C) ceil(v)
-LIBM_OP(ceil)
+FLOAT_OP(ceil, ceil_LF, ceil_LD) /* vectorises (roundps) */
 /* rint rounds half to even in the default rounding mode. */
 #define round_LF(v, C) rintf(v)
 #define round_LD(v, C) rint(v)
-LIBM_OP(round)
+FLOAT_OP(round, round_LF, round_LD) /* vectorises (roundps) */
 
 /* ---- arithmetic on every dtype ---- */
 
