@@ -132,14 +132,40 @@ LIBM_OP(log2)
 #define log10_LF(v, C) log10f(v)
 #define log10_LD(v, C) log10(v)
 LIBM_OP(log10)
-#define sin_LF(v, C) sinf(v)
-#define sin_LD(v, C) sin(v)
+/* sin, cos: vectorised float path; finite |x| >= LC_VTRIG_MAX (float32
+ * and bfloat16 only) are recomputed with libm afterwards. */
+#define TRIG_FIX(NAME, DT, S, LD, ST, LIBM)                                         \
+  static void NAME##_fix_##DT(int64_t n, S *o, const S *x, int64_t sx) {            \
+    for (int64_t i = 0; i < n; i++) {                                               \
+      float v = LD(x[i * sx]);                                                      \
+      if (lc_vabsf(v) >= LC_VTRIG_MAX && lc_vabsf(v) < INFINITY) o[i] = ST(LIBM(v)); \
+    }                                                                               \
+  }
+#define TRIG_OP(NAME, VF, LIBMF, LIBMD, FC)                                                  \
+  LC_LOOPS_FLOAT(U, NAME, VF, LIBMD)                                                         \
+  LC_LOOP_CX(U, NAME, lc_c64, FC)                                                            \
+  TRIG_FIX(NAME, MLX_FLOAT32, float, LC_ID, LC_ID, LIBMF)                                    \
+  TRIG_FIX(NAME, MLX_BFLOAT16, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, LIBMF)              \
+  static void NAME##_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,  \
+                            const int64_t *is, mlx_dtype in_dt, const void *params) {       \
+    (void)out_dt;                                                                            \
+    (void)params;                                                                            \
+    switch (in_dt) {                                                                         \
+      LC_CASES_FLOAT(LC_UCASE, NAME)                                                         \
+      LC_CASES_CX(LC_UCASE, NAME)                                                            \
+    default: break;                                                                          \
+    }                                                                                        \
+    if (in_dt == MLX_FLOAT32) NAME##_fix_MLX_FLOAT32(n, out, in[0], is[0]);                 \
+    if (in_dt == MLX_BFLOAT16) NAME##_fix_MLX_BFLOAT16(n, out, in[0], is[0]);               \
+  }
+#define SIN_VF(v, C) lc_vsinf(v)
+#define SIN_D(v, C) sin(v)
 #define SIN_C(v, C) csinf(v)
-LIBM_CX_OP(sin, SIN_C)
-#define cos_LF(v, C) cosf(v)
-#define cos_LD(v, C) cos(v)
+TRIG_OP(sin, SIN_VF, sinf, SIN_D, SIN_C)
+#define COS_VF(v, C) lc_vcosf(v)
+#define COS_D(v, C) cos(v)
 #define COS_C(v, C) ccosf(v)
-LIBM_CX_OP(cos, COS_C)
+TRIG_OP(cos, COS_VF, cosf, COS_D, COS_C)
 #define tan_LF(v, C) tanf(v)
 #define tan_LD(v, C) tan(v)
 #define TAN_C(v, C) ctanf(v)

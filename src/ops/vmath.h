@@ -145,4 +145,34 @@ static inline float lc_verff(float x) {
   return x != x ? x : r;
 }
 
+/* sin and cos for |x| < LC_VTRIG_MAX (callers use libm beyond). The
+ * reduction x = j * pi/4 + r (j even) runs in double with pi/4 split in
+ * three parts (the first with 33 bits, so j * C1 is exact), accurate enough
+ * for float results near the zeros; then the octant picks Cephes' float
+ * sin or cos polynomial and the sign. */
+#define LC_VTRIG_MAX 524288.0f
+
+static inline float lc_vtrig_f(float x, int cosine) {
+  float ax = lc_vabsf(x);
+  float axc = ax < LC_VTRIG_MAX ? ax : 0.0f; /* NaN, inf, huge: fixed below */
+  int32_t j = (int32_t)(axc * 1.27323954473516f);
+  j = (j + 1) & ~1;
+  double y = (double)j;
+  float r = (float)((((double)axc - y * 0.7853981633670628) - y * 3.038550253253096e-11) - y * 1.7607799325916e-27);
+  float z = r * r;
+  float ps = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+  float pc = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
+             0.5f * z + 1.0f;
+  int q = (j >> 1) & 3; /* j / 2 mod 4: the quadrant of |x| */
+  int use_cos = cosine ? !(q & 1) : (q & 1);
+  float v = use_cos ? pc : ps;
+  int neg = cosine ? (q == 1 || q == 2) : (q >= 2);
+  uint32_t sbit = (uint32_t)neg << 31;
+  if (!cosine) sbit ^= lc_vm_u32(x) & 0x80000000u; /* sin is odd */
+  float res = lc_vm_f32(lc_vm_u32(v) ^ sbit);
+  return ax < LC_VTRIG_MAX ? res : LC_VM_NAN;
+}
+static inline float lc_vsinf(float x) { return lc_vtrig_f(x, 0); }
+static inline float lc_vcosf(float x) { return lc_vtrig_f(x, 1); }
+
 #endif
