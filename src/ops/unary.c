@@ -132,40 +132,49 @@ LIBM_OP(log2)
 #define log10_LF(v, C) log10f(v)
 #define log10_LD(v, C) log10(v)
 LIBM_OP(log10)
-/* sin, cos: vectorised float path; finite |x| >= LC_VTRIG_MAX (float32
- * and bfloat16 only) are recomputed with libm afterwards. */
-#define TRIG_FIX(NAME, DT, S, LD, ST, LIBM)                                         \
-  static void NAME##_fix_##DT(int64_t n, S *o, const S *x, int64_t sx) {            \
-    for (int64_t i = 0; i < n; i++) {                                               \
-      float v = LD(x[i * sx]);                                                      \
-      if (lc_vabsf(v) >= LC_VTRIG_MAX && lc_vabsf(v) < INFINITY) o[i] = ST(LIBM(v)); \
-    }                                                                               \
+/* sin, cos: vectorised float path. float32 and bfloat16 go by blocks: a
+ * block holding a finite |x| >= LC_VTRIG_MAX (or an infinity) is computed
+ * with libm instead. The choice is made before writing, so out may alias x. */
+#define TRIG_BLOCK 256
+#define TRIG_LOOP(NAME, DT, S, LD, ST, VF, LIBMF)                                          \
+  LC_EW_HOT static void NAME##_##DT(int64_t n, void *out, const void *xp, int64_t sx) {    \
+    S *restrict o = out;                                                                   \
+    const S *restrict x = xp;                                                              \
+    for (int64_t b = 0; b < n; b += TRIG_BLOCK) {                                          \
+      int64_t m = n - b < TRIG_BLOCK ? n - b : TRIG_BLOCK;                                 \
+      const S *xb = x + b * sx;                                                            \
+      S *ob = o + b;                                                                       \
+      float big = 0;                                                                       \
+      for (int64_t i = 0; i < m; i++) {                                                    \
+        float a = lc_vabsf(LD(xb[i * sx]));                                                \
+        big = a > big ? a : big; /* NaN ignored: the fast path returns NaN for it */       \
+      }                                                                                    \
+      if (big < LC_VTRIG_MAX) {                                                            \
+        if (sx == 1)                                                                       \
+          for (int64_t i = 0; i < m; i++) ob[i] = ST(VF(LD(xb[i])));                       \
+        else                                                                               \
+          for (int64_t i = 0; i < m; i++) ob[i] = ST(VF(LD(xb[i * sx])));                  \
+      } else {                                                                             \
+        for (int64_t i = 0; i < m; i++) ob[i] = ST(LIBMF(LD(xb[i * sx])));                 \
+      }                                                                                    \
+    }                                                                                      \
   }
 #define TRIG_OP(NAME, VF, LIBMF, LIBMD, FC)                                                  \
-  LC_LOOPS_FLOAT(U, NAME, VF, LIBMD)                                                         \
+  TRIG_LOOP(NAME, MLX_FLOAT32, float, LC_ID, LC_ID, VF, LIBMF)                                \
+  TRIG_LOOP(NAME, MLX_BFLOAT16, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, VF, LIBMF)          \
+  U(LC_EW_HOT, NAME##_MLX_FLOAT16, uint16_t, float, uint16_t, lc_ew_f16_ld, lc_ew_f16_st,     \
+    NAME##_VFC) /* |float16| < 65520 < LC_VTRIG_MAX */                                       \
+  U(, NAME##_MLX_FLOAT64, double, double, double, LC_ID, LC_ID, LIBMD)                       \
   LC_LOOP_CX(U, NAME, lc_c64, FC)                                                            \
-  TRIG_FIX(NAME, MLX_FLOAT32, float, LC_ID, LC_ID, LIBMF)                                    \
-  TRIG_FIX(NAME, MLX_BFLOAT16, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, LIBMF)              \
-  static void NAME##_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *const *in,  \
-                            const int64_t *is, mlx_dtype in_dt, const void *params) {       \
-    (void)out_dt;                                                                            \
-    (void)params;                                                                            \
-    switch (in_dt) {                                                                         \
-      LC_CASES_FLOAT(LC_UCASE, NAME)                                                         \
-      LC_CASES_CX(LC_UCASE, NAME)                                                            \
-    default: break;                                                                          \
-    }                                                                                        \
-    if (in_dt == MLX_FLOAT32) NAME##_fix_MLX_FLOAT32(n, out, in[0], is[0]);                 \
-    if (in_dt == MLX_BFLOAT16) NAME##_fix_MLX_BFLOAT16(n, out, in[0], is[0]);               \
-  }
-#define SIN_VF(v, C) lc_vsinf(v)
+  LC_KERNEL(NAME, LC_CASES_FLOAT(LC_UCASE, NAME) LC_CASES_CX(LC_UCASE, NAME))
+#define sin_VFC(v, C) lc_vsinf(v)
 #define SIN_D(v, C) sin(v)
 #define SIN_C(v, C) csinf(v)
-TRIG_OP(sin, SIN_VF, sinf, SIN_D, SIN_C)
-#define COS_VF(v, C) lc_vcosf(v)
+TRIG_OP(sin, lc_vsinf, sinf, SIN_D, SIN_C)
+#define cos_VFC(v, C) lc_vcosf(v)
 #define COS_D(v, C) cos(v)
 #define COS_C(v, C) ccosf(v)
-TRIG_OP(cos, COS_VF, cosf, COS_D, COS_C)
+TRIG_OP(cos, lc_vcosf, cosf, COS_D, COS_C)
 #define tan_LF(v, C) tanf(v)
 #define tan_LD(v, C) tan(v)
 #define TAN_C(v, C) ctanf(v)
