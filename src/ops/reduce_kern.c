@@ -26,9 +26,9 @@
 #define LD_U32(v) ((uint32_t)(v))
 #define LD_U64(v) ((uint64_t)(v))
 #define LD_D(v) ((double)(v))
-#define LD_F16(v) lc_f16_to_f32(v)
+#define LD_F16(v) lc_f16_to_f32_fast(v)
 #define LD_BF16(v) lc_bf16_to_f32(v)
-#define LD_F16D(v) ((double)lc_f16_to_f32(v))
+#define LD_F16D(v) ((double)lc_f16_to_f32_fast(v))
 #define LD_BF16D(v) ((double)lc_bf16_to_f32(v))
 
 /* ---- combining operators OP(acc, value) ---- */

@@ -81,4 +81,22 @@ static inline float lc_expf_fast(float x) {
   return lc__fsel(nan, x, res);
 }
 
+/* float16 bits to float, exact for every input (subnormals through a
+ * power-of-two multiply, inf/NaN by a select), branch-free so that loops
+ * vectorise; equal to lc_f16_to_f32 bit for bit. */
+static inline float lc_f16_to_f32_fast(uint16_t h) {
+  uint32_t em = (uint32_t)(h & 0x7fff), sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t b = em << 13;
+  float f;
+  memcpy(&f, &b, 4);
+  f *= 0x1p112f; /* rebias the exponent; scales subnormals exactly */
+  uint32_t r;
+  memcpy(&r, &f, 4);
+  uint32_t special = (uint32_t)0 - (uint32_t)(em >= 0x7c00); /* inf or NaN */
+  r = (r & ~special) | ((b | 0x7f800000u) & special);
+  r |= sign;
+  memcpy(&f, &r, 4);
+  return f;
+}
+
 #endif

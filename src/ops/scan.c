@@ -15,6 +15,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
+#include "ops/reduce_math.h"
 #include "ops/reduce_plan.h"
 
 #define SCAN_BLOCK 256
@@ -103,9 +104,9 @@ static inline double logaddexp(double a, double b) {
 #define LD_U32(v) ((uint32_t)(v))
 #define LD_U64(v) ((uint64_t)(v))
 #define LD_D(v) ((double)(v))
-#define LD_F16(v) lc_f16_to_f32(v)
+#define LD_F16(v) lc_f16_to_f32_fast(v)
 #define LD_BF16(v) lc_bf16_to_f32(v)
-#define LD_F16D(v) ((double)lc_f16_to_f32(v))
+#define LD_F16D(v) ((double)lc_f16_to_f32_fast(v))
 #define LD_BF16D(v) ((double)lc_bf16_to_f32(v))
 
 /* sum/prod rows: X(DT, S, A, LD, SO, ST) */

@@ -87,7 +87,7 @@ LC_SIMD_CLONES static void fscale_block(float *o, int64_t n, float inv) {
       if (direct) {                                                                         \
         t = (float *)(void *)(x + i0);                                                      \
       } else if (st->phase != PH_SCALE || DT != MLX_FLOAT32) {                              \
-        for (int64_t j = 0; j < bn; j++) tmp[j] = lc_ld_##DT(x[(i0 + j) * is]);              \
+        for (int64_t j = 0; j < bn; j++) tmp[j] = SM_LD_##DT(x[(i0 + j) * is]);              \
         t = tmp;                                                                            \
       } else {                                                                              \
         t = tmp;                                                                            \
@@ -118,6 +118,9 @@ LC_SIMD_CLONES static void fscale_block(float *o, int64_t n, float inv) {
     }                                                                                       \
   }
 
+#define SM_LD_MLX_FLOAT32(v) (v)
+#define SM_LD_MLX_FLOAT16(v) lc_f16_to_f32_fast(v)
+#define SM_LD_MLX_BFLOAT16(v) lc_bf16_to_f32(v)
 SM_DEF(MLX_FLOAT32, float)
 SM_DEF(MLX_FLOAT16, uint16_t)
 SM_DEF(MLX_BFLOAT16, uint16_t)
@@ -250,7 +253,7 @@ static const float *col_load(struct sm_col *c, const char *x) {
   if (c->dt == MLX_FLOAT32) return (const float *)(const void *)x;
   const uint16_t *h = (const void *)x;
   if (c->dt == MLX_FLOAT16)
-    for (int64_t j = 0; j < c->cn; j++) c->t[j] = lc_f16_to_f32(h[j]);
+    for (int64_t j = 0; j < c->cn; j++) c->t[j] = lc_f16_to_f32_fast(h[j]);
   else
     for (int64_t j = 0; j < c->cn; j++) c->t[j] = lc_bf16_to_f32(h[j]);
   return c->t;
