@@ -27,7 +27,7 @@ static bool col_major(const struct lc_node *x) {
 static int copy_eval(struct lc_node *n) {
   struct lc_node *in = n->in[0];
   bool allow_col = n->params && *(const int *)n->params;
-  if (lc_node_is_contiguous(in) || (allow_col && col_major(in))) {
+  if ((in->flags & LC_NF_CONTIG) || (allow_col && col_major(in))) { /* inputs are read-only */
     lc_node_set_view(n, in, in->strides, in->offset);
     return 0;
   }

@@ -399,7 +399,7 @@ struct strided_params {
 static int as_strided_eval(struct lc_node *n) {
   struct lc_node *in = n->in[0];
   const struct strided_params *p = n->params;
-  if (lc_node_is_contiguous(in)) {
+  if (in->flags & LC_NF_CONTIG) { /* inputs are read-only: no recomputing */
     lc_node_set_view(n, in, p->strides, in->offset + p->offset);
     return 0;
   }
