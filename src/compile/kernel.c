@@ -11,9 +11,19 @@
  *  - other values live in scratch tiles (cache resident, reused).
  * Tiles are split over the thread pool for large regions; each chunk
  * allocates its scratch once, so no full-size intermediate and no per-tile
- * allocation exists. */
+ * allocation exists. Modes: flat (tiles of the flat index space; inputs
+ * that are not one strided run are gathered) and row (after merging
+ * dimensions, tiles within rows of at least LC_FUSED_ROW_MIN elements, so
+ * every input is one strided run per tile). Outputs of LC_FUSED_STREAM_MIN
+ * bytes or more are computed into scratch and copied out with
+ * non-temporal stores (no read-for-ownership of the destination); the
+ * environment variable LACE_NO_STREAM turns that off, for comparisons. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <immintrin.h>
+#define LC_HAVE_STREAM 1
+#endif
 
 #include "compile/compile.h"
 #include "core/error.h"
@@ -22,9 +32,10 @@
 #include "ops/prim.h"
 #include "ops/tuple.h"
 
-#define LC_FUSED_TILE 1024
+#define LC_FUSED_TILE 512
 #define LC_FUSED_ROW_MIN 256 /* inner extent from which tiles follow rows */
-#define SLOT_BYTES 8 /* the widest element (float64, int64, complex64) */
+#define SLOT_BYTES 8
+#define LC_FUSED_STREAM_MIN ((int64_t)32 << 20) /* bytes of output */ /* the widest element (float64, int64, complex64) */
 
 struct fin {
   const char *base; /* element 0, offset applied */
@@ -49,7 +60,33 @@ struct fctx {
   int64_t mdims[64], mout[64];
   int64_t *mst;
   int64_t row_tile;
+  /* Large outputs: computed into scratch tiles (first out_slot0 + k), then
+   * copied with non-temporal stores, which skip reading the destination. */
+  bool stream;
+  int out_slot0;
 };
+
+static void copy_out(const struct fctx *c, char *dst, const char *src, size_t n) {
+#ifdef LC_HAVE_STREAM
+  if (c->stream) {
+    while (n && ((uintptr_t)dst & 15)) {
+      *dst++ = *src++;
+      n--;
+    }
+    for (; n >= 16; n -= 16, dst += 16, src += 16)
+      _mm_stream_si128((__m128i *)(void *)dst, _mm_loadu_si128((const __m128i *)(const void *)src));
+  }
+#endif
+  memcpy(dst, src, n);
+}
+
+static void chunk_done(const struct fctx *c) {
+#ifdef LC_HAVE_STREAM
+  if (c->stream) _mm_sfence();
+#else
+  (void)c;
+#endif
+}
 
 /* Copies len elements starting at flat index t of input f into dst. */
 static void gather(const struct fctx *c, const struct fin *f, int64_t t, int64_t len, char *dst) {
@@ -118,10 +155,18 @@ static void run_tile(const struct fctx *c, char *scratch, size_t slot_bytes, int
         as[k] = 1;
       }
     }
-    void *out = x->out >= 0 ? c->obase[x->out] + t * (int64_t)c->osz[x->out]
-                            : scratch + slot_bytes * (size_t)x->slot;
+    void *out;
+    if (x->out < 0)
+      out = scratch + slot_bytes * (size_t)x->slot;
+    else if (c->stream)
+      out = scratch + slot_bytes * (size_t)(c->out_slot0 + x->out);
+    else
+      out = c->obase[x->out] + t * (int64_t)c->osz[x->out];
     const void *params = x->params_size ? (const char *)h + x->params_off : NULL;
     lc_prims[x->op]->ew(len, out, (mlx_dtype)x->dtype, a, as, (mlx_dtype)x->in_dt, params);
+    if (x->out >= 0 && c->stream)
+      copy_out(c, c->obase[x->out] + t * (int64_t)c->osz[x->out], out,
+               (size_t)len * c->osz[x->out]);
     vptr[m] = out;
   }
 }
@@ -152,6 +197,7 @@ static void run_flat(void *arg, int64_t lo, int64_t hi) {
     }
     run_tile(c, scratch, slot_bytes, t, len, iptr, istr);
   }
+  chunk_done(c);
   free(scratch);
 }
 
@@ -180,6 +226,7 @@ static void run_rows(void *arg, int64_t lo, int64_t hi) {
     }
     run_tile(c, scratch, slot_bytes, row * L + col0, len, iptr, istr);
   }
+  chunk_done(c);
   free(scratch);
 }
 
@@ -245,6 +292,11 @@ static int fused_eval(struct lc_node *n) {
   }
   (void)fi;
   if (c.size == 0) return 0;
+  int64_t out_bytes = 0;
+  for (int k = 0; k < h->nout; k++) out_bytes += c.size * (int64_t)c.osz[k];
+#ifdef LC_HAVE_STREAM
+  c.stream = out_bytes >= LC_FUSED_STREAM_MIN && !getenv("LACE_NO_STREAM");
+#endif
   /* inputs */
   struct fin fins[c.nin > 0 ? c.nin : 1];
   int64_t stmem[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
@@ -278,6 +330,8 @@ static int fused_eval(struct lc_node *n) {
   if (rows && gathers) {
     int64_t L = c.mdims[c.mnd - 1];
     c.nslots = h->nslot;
+    c.out_slot0 = c.nslots;
+    if (c.stream) c.nslots += h->nout;
     c.row_tile = L < LC_FUSED_TILE ? L : LC_FUSED_TILE;
     int64_t units = c.size / L * ((L + c.row_tile - 1) / c.row_tile);
     if (c.nslots && !probe_scratch(c.row_tile, c.nslots)) return lc_error("out of memory");
@@ -285,6 +339,8 @@ static int fused_eval(struct lc_node *n) {
     lc_parallel_for(units, min_units > 0 ? min_units : 1, run_rows, &c);
     return 0;
   }
+  c.out_slot0 = c.nslots;
+  if (c.stream) c.nslots += h->nout;
   int64_t probe_t = c.size < LC_FUSED_TILE ? c.size : LC_FUSED_TILE;
   if (c.nslots && !probe_scratch(probe_t, c.nslots)) return lc_error("out of memory");
   lc_parallel_for(c.size, LC_PARALLEL_MIN, run_flat, &c);

@@ -748,6 +748,42 @@ static void test_long_chain(void) {
   mlx_closure_free(f);
 }
 
+/* Large outputs (>= 32 MiB) go through non-temporal stores; with a
+ * broadcast row the kernel runs in row mode; two outputs make a tuple. */
+static void test_large_outputs(void) {
+  konst = mlx_array_new_float(2.5f);
+  mlx_closure f = mlx_closure_new_func_payload(fun_multi, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  for (int pass = 0; pass < 2; pass++) {
+    int s[2] = {2100, 4003}, row[1] = {4003};
+    mlx_array a[2] = {test_rand_f32(s, 2, -1, 1), test_rand_f32(row, 1, -1, 1)};
+    if (pass == 1) { /* flat mode: both inputs one strided run */
+      mlx_array_free(a[1]);
+      a[1] = test_rand_f32(s, 2, -1, 1);
+    }
+    mlx_vector_array in = mlx_vector_array_new_data(a, 2), out = mlx_vector_array_new();
+    mlx_vector_array ref = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&out, cf, in));
+    CHECK_OK(mlx_closure_apply(&ref, f, in));
+    for (size_t k = 2; k < 4; k++) {
+      mlx_array o = mlx_array_new(), e = mlx_array_new();
+      mlx_vector_array_get(&o, out, k);
+      mlx_vector_array_get(&e, ref, k);
+      CHECK_MSG(same_bits(o, e), "large output %zu differs (pass %d)", k, pass);
+      mlx_array_free(o);
+      mlx_array_free(e);
+    }
+    mlx_vector_array_free(in);
+    mlx_vector_array_free(out);
+    mlx_vector_array_free(ref);
+    mlx_array_free(a[0]);
+    mlx_array_free(a[1]);
+  }
+  mlx_array_free(konst);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -765,6 +801,7 @@ int main(void) {
   test_capture_of_outer_tracer();
   test_placeholder_eval_error();
   test_long_chain();
+  test_large_outputs();
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, baseline %zu",
             test_active_memory(), base);
