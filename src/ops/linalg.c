@@ -138,6 +138,37 @@ static const void *operand_matrix(const struct operand *o, int64_t boff, mlx_dty
 static void gemm(mlx_dtype ct, enum CBLAS_TRANSPOSE ta, enum CBLAS_TRANSPOSE tb, int64_t M,
                  int64_t N, int64_t K, float alpha, const void *A, int64_t lda, const void *B,
                  int64_t ldb, float beta, void *Cm, int64_t ldc) {
+  /* A single row or column is a matrix-vector product: gemv reads the
+   * matrix once, where gemm would first repack it (decode-time matmuls). */
+  if ((M == 1 || N == 1) && (ct == MLX_FLOAT32 || ct == MLX_FLOAT64)) {
+    enum CBLAS_TRANSPOSE t;
+    blasint rows, cols, ld, incx, incy;
+    const void *mat, *vec;
+    if (M == 1) { /* out[n] = sum_k A[k] B[k, n] */
+      mat = B;
+      ld = (blasint)ldb;
+      t = tb == CblasNoTrans ? CblasTrans : CblasNoTrans;
+      rows = (blasint)(tb == CblasNoTrans ? K : N);
+      cols = (blasint)(tb == CblasNoTrans ? N : K);
+      vec = A;
+      incx = (blasint)(ta == CblasNoTrans ? 1 : lda);
+      incy = 1;
+    } else { /* out[m] = sum_k A[m, k] B[k] */
+      mat = A;
+      ld = (blasint)lda;
+      t = ta;
+      rows = (blasint)(ta == CblasNoTrans ? M : K);
+      cols = (blasint)(ta == CblasNoTrans ? K : M);
+      vec = B;
+      incx = (blasint)(tb == CblasNoTrans ? ldb : 1);
+      incy = (blasint)ldc;
+    }
+    if (ct == MLX_FLOAT32)
+      cblas_sgemv(CblasRowMajor, t, rows, cols, alpha, mat, ld, vec, incx, beta, Cm, incy);
+    else
+      cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, mat, ld, vec, incx, beta, Cm, incy);
+    return;
+  }
   switch (ct) {
   case MLX_FLOAT32:
     cblas_sgemm(CblasRowMajor, ta, tb, (blasint)M, (blasint)N, (blasint)K, alpha, A,
