@@ -10,6 +10,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
+#include "ops/reduce_math.h"
 
 static const char *const kind_names[LC_RED_NKINDS] = {
     [LC_RED_SUM] = "sum", [LC_RED_PROD] = "prod", [LC_RED_MAX] = "max",
@@ -213,6 +214,46 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
 
 #define ARG_CB 256
 
+#define ARG_BLOCK 1024
+
+/* One contiguous float32 block of an arg reduction: the extreme over the
+ * non-NaN elements through integer keys (vectorised), then, only when it
+ * beats *best (a strict comparison, as MLX's loop), the first element equal
+ * to it. Returns that index, or -1 when *best stands. A NaN *best (the
+ * line's first element) is never replaced. */
+LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind, float *best) {
+  int32_t km;
+  if (kind == ARG_MAX) {
+    km = INT32_MIN;
+    for (int64_t j = 0; j < n; j++) {
+      int32_t b;
+      memcpy(&b, &x[j], 4);
+      int32_t k = b ^ ((b >> 31) & 0x7fffffff), nanm = -(int32_t)(x[j] != x[j]);
+      k = (k & ~nanm) | (INT32_MIN & nanm);
+      km = k > km ? k : km;
+    }
+  } else {
+    km = INT32_MAX;
+    for (int64_t j = 0; j < n; j++) {
+      int32_t b;
+      memcpy(&b, &x[j], 4);
+      int32_t k = b ^ ((b >> 31) & 0x7fffffff), nanm = -(int32_t)(x[j] != x[j]);
+      k = (k & ~nanm) | (INT32_MAX & nanm);
+      km = k < km ? k : km;
+    }
+  }
+  int32_t b = km ^ ((km >> 31) & 0x7fffffff);
+  float v;
+  memcpy(&v, &b, 4);
+  if (!(kind == ARG_MAX ? v > *best : v < *best)) return -1;
+  for (int64_t j = 0; j < n; j++)
+    if (x[j] == v) {
+      *best = v;
+      return j;
+    }
+  return -1;
+}
+
 /* Per-output state of a typed arg reduction; runs arrive in logical order. */
 #define ARG_DEF(DT, S, C, LT)                                                             \
   struct arg_##DT {                                                                       \
@@ -229,6 +270,18 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
     const S *x = s->x + io;                                                               \
     C best = s->best;                                                                     \
     int64_t idx = s->idx, pos = s->pos;                                                   \
+    if (DT == MLX_FLOAT32 && is == 1) { /* vectorised blocks */                           \
+      float fb = (float)best;                                                             \
+      for (int64_t i = 0; i < n; i += ARG_BLOCK) {                                        \
+        int64_t bn = n - i < ARG_BLOCK ? n - i : ARG_BLOCK;                               \
+        int64_t j = f32_arg_block((const float *)(const void *)(x + i), bn, s->kind, &fb); \
+        if (j >= 0) idx = pos + i + j;                                                    \
+      }                                                                                   \
+      s->best = (C)fb;                                                                    \
+      s->idx = idx;                                                                       \
+      s->pos = pos + n;                                                                   \
+      return;                                                                             \
+    }                                                                                     \
     if (s->kind == ARG_MAX) {                                                             \
       for (int64_t i = 0; i < n; i++) {                                                   \
         C v = lc_ld_##DT(x[i * is]);                                                      \
