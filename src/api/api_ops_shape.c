@@ -487,3 +487,44 @@ int mlx_kron(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_str
   lc_node_release(m);
   return lc_api_set(res, r);
 }
+
+/* The product of a's extents along axes (or its inverse) as a 0-d array of
+ * dtype, known at build time. */
+int mlx_number_of_elements(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                           bool inverted, mlx_dtype dtype, const mlx_stream s) {
+  API_PROLOGUE("mlx_number_of_elements", res, a);
+  if (check_list("mlx_number_of_elements", "axes", axes, axes_num)) return 1;
+  struct lc_node *x = lc_arr(a);
+  double numel = 1;
+  for (size_t i = 0; i < axes_num; i++) {
+    int ax = axes[i];
+    if (lc_api_axis("mlx_number_of_elements", &ax, x->ndim)) return 1;
+    numel *= x->shape[ax];
+  }
+  if (!lc_dtype_valid(dtype)) return lc_error("mlx_number_of_elements: invalid dtype %d", dtype);
+  return lc_api_set(res, lc_node_new_scalar(dtype, inverted ? 1.0 / numel : numel));
+}
+
+static int fftshift_impl(const char *fn, mlx_array *res, mlx_array a, const int *axes,
+                         size_t axes_num, bool inverse, mlx_stream s) {
+  API_PROLOGUE(fn, res, a);
+  if (check_list(fn, "axes", axes, axes_num)) return 1;
+  struct lc_node *x = lc_arr(a);
+  int n = (int)axes_num, ax[n > 0 ? n : 1], sh[n > 0 ? n : 1];
+  for (int i = 0; i < n; i++) {
+    ax[i] = axes[i];
+    if (lc_api_axis(fn, &ax[i], x->ndim)) return 1;
+    sh[i] = x->shape[ax[i]] / 2 * (inverse ? -1 : 1); /* numpy's shift */
+  }
+  return lc_api_set(res, lc_roll(x, n, ax, sh));
+}
+
+int mlx_fft_fftshift(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                     const mlx_stream s) {
+  return fftshift_impl("mlx_fft_fftshift", res, a, axes, axes_num, false, s);
+}
+
+int mlx_fft_ifftshift(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
+                      const mlx_stream s) {
+  return fftshift_impl("mlx_fft_ifftshift", res, a, axes, axes_num, true, s);
+}

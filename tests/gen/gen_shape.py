@@ -92,6 +92,10 @@ def apply(y, op, p):
         return np.kron(y, y.T[:2])
     if op == "kron_vec":  # kron(y, [1, -2, 3])
         return np.kron(y, np.array([1, -2, 3], np.float32))
+    if op == "fftshift":
+        return np.fft.fftshift(y, axes=tuple(p))
+    if op == "ifftshift":
+        return np.fft.ifftshift(y, axes=tuple(p))
     if op == "contiguous":
         return np.ascontiguousarray(y)
     raise ValueError(op)
@@ -172,6 +176,8 @@ add("trace_t", (4, 4), [("transpose_all", ()), ("trace", (2, -1, -2))])
 add("kron", (2, 3), [("kron_self_t", ())])
 add("kron_vec", (2, 2, 2), [("kron_vec", ())])
 add("kron_scalar", (), [("kron_vec", ())])
+add("fftshift", (5, 4, 3), [("fftshift", (0, -1))])
+add("ifftshift", (5, 4, 3), [("ifftshift", (2, 0, 1))])
 add("contiguous_t", (3, 4), [("transpose_all", ()), ("contiguous", ())])
 
 

@@ -130,6 +130,8 @@ static int apply(mlx_array *r, mlx_array y, const struct shape_step *st) {
     mlx_array_free(t);
     return rc;
   }
+  if (!strcmp(op, "fftshift")) return mlx_fft_fftshift(r, y, p, (size_t)np, s);
+  if (!strcmp(op, "ifftshift")) return mlx_fft_ifftshift(r, y, p, (size_t)np, s);
   if (!strcmp(op, "contiguous")) return mlx_contiguous(r, y, false, s);
   fprintf(stderr, "unknown step %s\n", op);
   return 1;

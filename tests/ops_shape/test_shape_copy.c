@@ -151,6 +151,17 @@ static void test_errors_misc(void) {
   CHECK_SHAPE(t, 3, 9);
   CHECK(mlx_array_dtype(t) == MLX_INT32);
   mlx_array_free(e);
+  int axes2[2] = {0, -1};
+  CHECK_OK(mlx_number_of_elements(&t, m, axes2, 2, false, MLX_INT32, S()));
+  double nine = 9;
+  CHECK_CLOSE(t, &nine, 1, 0, 0);
+  CHECK(mlx_array_dtype(t) == MLX_INT32);
+  CHECK_OK(mlx_number_of_elements(&t, m, axes2, 1, true, MLX_FLOAT32, S()));
+  double third = 1.0 / 3;
+  CHECK_CLOSE(t, &third, 1, 1e-6, 0);
+  int bad[1] = {2};
+  CHECK_FAILS(mlx_number_of_elements(&t, m, bad, 1, false, MLX_INT32, S()), "out of bounds");
+  CHECK_FAILS(mlx_fft_fftshift(&t, m, bad, 1, S()), "out of bounds");
   mlx_array_free(m);
   mlx_array_free(t);
   mlx_array_free(v);
