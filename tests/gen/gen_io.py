@@ -1,0 +1,86 @@
+"""Generates the reference files of tests/io (run from the repository root):
+numpy-written .npy files (every dtype, versions 1/2/3, Fortran order,
+big-endian, 0-d, empty) and hand-written .safetensors files. Element i of
+the dtype files is a formula of i that tests/io recomputes in C:
+  bool: i % 3 == 0; unsigned: (i * 37 + 5) % 251 (u8) / (i * 2039 + 7) (wider);
+  signed: (i * 37 + 5) % 251 - 125 (i8) / (i * 2039 + 7) * (-1)^i (wider);
+  float: (i * 0.75 - 4.5) (exact in f16/bf16); complex64: real (i*0.75-4.5), imag (-i*0.5).
+Shape (3, 4) unless the name says otherwise."""
+import json
+import struct
+
+import numpy as np
+
+D = "tests/data/"
+N = 12
+
+
+def values(kind, size):
+    i = np.arange(N, dtype=np.int64)
+    if kind == "b":
+        return i % 3 == 0
+    if kind == "u":
+        return (i * 37 + 5) % 251 if size == 1 else i * 2039 + 7
+    if kind == "i":
+        return (i * 37 + 5) % 251 - 125 if size == 1 else (i * 2039 + 7) * np.where(i % 2, -1, 1)
+    if kind == "f":
+        return i * 0.75 - 4.5
+    if kind == "c":
+        return (i * 0.75 - 4.5) - 1j * (i * 0.5)
+    raise ValueError(kind)
+
+
+for code in ["b1", "u1", "u2", "u4", "u8", "i1", "i2", "i4", "i8", "f2", "f4", "f8", "c8"]:
+    a = values(code[0], int(code[1:])).astype(code).reshape(3, 4)
+    np.save(D + f"io_{code}.npy", a)
+
+f4 = values("f", 4).astype("<f4").reshape(3, 4)
+np.save(D + "io_fortran.npy", np.asfortranarray(f4))
+np.save(D + "io_fortran3d.npy", np.asfortranarray(values("f", 4).astype("<f8").reshape(2, 3, 2)))
+np.save(D + "io_be_i4.npy", values("i", 4).astype(">i4").reshape(3, 4))
+np.save(D + "io_be_f8.npy", values("f", 8).astype(">f8").reshape(3, 4))
+np.save(D + "io_be_c8.npy", values("c", 8).astype(">c8").reshape(3, 4))
+np.save(D + "io_scalar.npy", np.float32(3.5))
+np.save(D + "io_empty.npy", np.zeros((0, 3), dtype="<f4"))
+np.save(D + "io_1d.npy", values("i", 8).astype("<i8"))
+for v in [(2, 0), (3, 0)]:
+    with open(D + f"io_v{v[0]}.npy", "wb") as fh:
+        np.lib.format.write_array(fh, f4, version=v)
+
+
+def write_safetensors(path, tensors, metadata=None, pad=True):
+    header, blobs, off = {}, [], 0
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, (dtype, shape, raw) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    with open(path, "wb") as fh:
+        fh.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def bf16_bytes(x):
+    u = np.asarray(x, dtype="<f4").view("<u4")
+    return (u >> 16).astype("<u2").tobytes()  # values are exact in bf16
+
+
+t = {
+    "w": ("F32", (3, 4), values("f", 4).astype("<f4").tobytes()),
+    "h": ("F16", (2, 6), values("f", 2).astype("<f2").tobytes()),
+    "bf": ("BF16", (12,), bf16_bytes(values("f", 4))),
+    "idx": ("I32", (4, 3), values("i", 4).astype("<i4").tobytes()),
+    "mask": ("BOOL", (3, 4), values("b", 1).astype("|b1").tobytes()),
+    "bytes": ("U8", (12,), values("u", 1).astype("|u1").tobytes()),
+    "big": ("I64", (2, 2, 3), values("i", 8).astype("<i8").tobytes()),
+    "scalar": ("F64", (), np.float64(-2.25).tobytes()),
+    "empty": ("F32", (0, 5), b""),
+}
+write_safetensors(D + "io_ref.safetensors", t, {"format": "lace", "note": "quote \" and \u00e9"})
+# The same layout as mlx-c's examples/arrays.safetensors (unpadded header).
+write_safetensors(D + "io_arrays.safetensors",
+                  {"b": ("F32", (1,), np.float32(2).tobytes()), "a": ("F32", (1,), np.float32(1).tobytes())},
+                  {"format": "mlx"}, pad=False)
