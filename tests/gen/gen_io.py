@@ -84,3 +84,49 @@ write_safetensors(D + "io_ref.safetensors", t, {"format": "lace", "note": "quote
 write_safetensors(D + "io_arrays.safetensors",
                   {"b": ("F32", (1,), np.float32(2).tobytes()), "a": ("F32", (1,), np.float32(1).tobytes())},
                   {"format": "mlx"}, pad=False)
+
+
+# ---- GGUF v3, written by hand (layout: src/io/gguf.c) ----
+def gguf_str(s):
+    b = s.encode()
+    return struct.pack("<Q", len(b)) + b
+
+
+def write_gguf(path, kvs, tensors, align=32, quant=False):
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kvs))
+    for key, vtype, payload in kvs:
+        out += gguf_str(key) + struct.pack("<I", vtype) + payload
+    off, blobs = 0, []
+    for name, ggml, shape, raw in tensors:
+        out += gguf_str(name) + struct.pack("<I", len(shape))
+        out += b"".join(struct.pack("<Q", d) for d in reversed(shape))
+        out += struct.pack("<IQ", ggml, off)
+        blobs.append((off, raw))
+        off += len(raw)
+        if len(blobs) < len(tensors):  # no padding after the last tensor
+            off += -off % align
+    out += b"\0" * (-len(out) % align)
+    data = bytearray(off)
+    for o, raw in blobs:
+        data[o:o + len(raw)] = raw
+    with open(path, "wb") as fh:
+        fh.write(out + bytes(data))
+
+
+kvs = [
+    ("general.name", 8, gguf_str("lace test")),
+    ("general.alignment", 4, struct.pack("<I", 64)),
+    ("count", 4, struct.pack("<I", 4099)),
+    ("scale", 6, struct.pack("<f", -0.75)),
+    ("flag", 7, b"\x01"),
+    ("ids", 9, struct.pack("<IQ", 5, 5) + np.array([3, -1, 4, -1, 5], "<i4").tobytes()),
+    ("tokens", 9, struct.pack("<IQ", 8, 3) + gguf_str("a") + gguf_str("") + gguf_str("\u00e9t\u00e9")),
+]
+tensors = [
+    ("w", 0, (3, 4), values("f", 4).astype("<f4").tobytes()),
+    ("h", 1, (2, 6), values("f", 2).astype("<f2").tobytes()),
+    ("idx", 26, (4, 3), values("i", 4).astype("<i4").tobytes()),
+    ("b", 24, (12,), values("i", 1).astype("|i1").tobytes()),
+]
+write_gguf(D + "io_ref.gguf", kvs, tensors, align=64)
+write_gguf(D + "io_quant.gguf", kvs[:1], [("q", 2, (32,), bytes(18))])

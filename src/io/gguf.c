@@ -1,0 +1,459 @@
+/* GGUF container and file format (see gguf.h). Layout (little-endian):
+ *   "GGUF", u32 version, u64 n_tensors, u64 n_kv,
+ *   n_kv x (string key, u32 value type, value),
+ *   n_tensors x (string name, u32 n_dims, u64 dims[n_dims] innermost first,
+ *                u32 ggml type, u64 offset relative to the data section),
+ *   padding to `general.alignment` (default 32), tensor data.
+ * Strings are u64 length + bytes. Every count and length read from a file is
+ * checked against what the file can hold before anything is allocated. */
+#include "io/gguf.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/graph.h"
+
+#define MAX_NDIM 64
+#define MAX_STRING (1u << 30)
+#define MAX_COUNT (1u << 26) /* items of one list / tensors / keys */
+
+enum {
+  V_U8 = 0, V_I8 = 1, V_U16 = 2, V_I16 = 3, V_U32 = 4, V_I32 = 5, V_F32 = 6, V_BOOL = 7,
+  V_STRING = 8, V_ARRAY = 9, V_U64 = 10, V_I64 = 11, V_F64 = 12
+};
+
+static int value_dtype(uint32_t v, mlx_dtype *t) {
+  static const int map[] = {MLX_UINT8, MLX_INT8, MLX_UINT16, MLX_INT16, MLX_UINT32, MLX_INT32,
+                            MLX_FLOAT32, MLX_BOOL, -1, -1, MLX_UINT64, MLX_INT64, MLX_FLOAT64};
+  if (v > V_F64 || map[v] < 0) return 1;
+  *t = (mlx_dtype)map[v];
+  return 0;
+}
+
+static int dtype_value(mlx_dtype t, uint32_t *v) {
+  for (uint32_t k = 0; k <= V_F64; k++) {
+    mlx_dtype d;
+    if (!value_dtype(k, &d) && d == t) return *v = k, 0;
+  }
+  return 1;
+}
+
+static const struct {
+  uint32_t ggml;
+  mlx_dtype t;
+} tensor_types[] = {{0, MLX_FLOAT32}, {1, MLX_FLOAT16}, {24, MLX_INT8},  {25, MLX_INT16},
+                    {26, MLX_INT32},  {27, MLX_INT64},  {28, MLX_FLOAT64}, {30, MLX_BFLOAT16}};
+
+/* ---- container ---- */
+
+struct lc_gguf *lc_gguf_new(void) {
+  struct lc_gguf *g = calloc(1, sizeof *g);
+  if (!g) lc_error("mlx_io_gguf: out of memory");
+  return g;
+}
+
+void lc_gguf_meta_clear(struct lc_gguf_meta *m) {
+  free(m->key);
+  lc_node_release(m->arr);
+  free(m->str);
+  for (size_t i = 0; i < m->nstrs; i++) free(m->strs[i]);
+  free(m->strs);
+  memset(m, 0, sizeof *m);
+}
+
+void lc_gguf_delete(struct lc_gguf *g) {
+  if (!g) return;
+  for (size_t i = 0; i < g->narr; i++) {
+    free(g->names[i]);
+    lc_node_release(g->arrs[i]);
+  }
+  for (size_t i = 0; i < g->nmeta; i++) lc_gguf_meta_clear(&g->meta[i]);
+  free(g->names);
+  free(g->arrs);
+  free(g->meta);
+  free(g);
+}
+
+int lc_gguf_put_array(struct lc_gguf *g, const char *key, struct lc_node *n) {
+  for (size_t i = 0; i < g->narr; i++)
+    if (!strcmp(g->names[i], key)) {
+      lc_node_release(g->arrs[i]);
+      g->arrs[i] = lc_node_retain(n);
+      return 0;
+    }
+  if (g->narr == g->carr) {
+    size_t nc = g->carr ? 2 * g->carr : 8;
+    char **nn = realloc(g->names, nc * sizeof *nn);
+    if (nn) g->names = nn;
+    struct lc_node **na = nn ? realloc(g->arrs, nc * sizeof *na) : NULL;
+    if (!na) return lc_error("mlx_io_gguf: out of memory");
+    g->arrs = na;
+    g->carr = nc;
+  }
+  char *k = strdup(key);
+  if (!k) return lc_error("mlx_io_gguf: out of memory");
+  g->names[g->narr] = k;
+  g->arrs[g->narr++] = lc_node_retain(n);
+  return 0;
+}
+
+struct lc_gguf_meta *lc_gguf_find_meta(struct lc_gguf *g, const char *key) {
+  for (size_t i = 0; i < g->nmeta; i++)
+    if (!strcmp(g->meta[i].key, key)) return &g->meta[i];
+  return NULL;
+}
+
+int lc_gguf_put_meta(struct lc_gguf *g, struct lc_gguf_meta *m) {
+  struct lc_gguf_meta *old = lc_gguf_find_meta(g, m->key);
+  if (old) {
+    lc_gguf_meta_clear(old);
+    *old = *m;
+    return 0;
+  }
+  if (g->nmeta == g->cmeta) {
+    size_t nc = g->cmeta ? 2 * g->cmeta : 8;
+    struct lc_gguf_meta *nm = realloc(g->meta, nc * sizeof *nm);
+    if (!nm) {
+      lc_gguf_meta_clear(m);
+      return lc_error("mlx_io_gguf: out of memory");
+    }
+    g->meta = nm;
+    g->cmeta = nc;
+  }
+  g->meta[g->nmeta++] = *m;
+  return 0;
+}
+
+/* ---- reading ---- */
+
+static int rd_u32(struct lc_in *in, uint32_t *v, const char *what) {
+  unsigned char b[4];
+  if (lc_in_read(in, b, 4, what)) return 1;
+  *v = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+  return 0;
+}
+
+static int rd_u64(struct lc_in *in, uint64_t *v, const char *what) {
+  unsigned char b[8];
+  if (lc_in_read(in, b, 8, what)) return 1;
+  *v = 0;
+  for (int i = 0; i < 8; i++) *v |= (uint64_t)b[i] << (8 * i);
+  return 0;
+}
+
+static char *rd_string(struct lc_in *in, const char *what) {
+  uint64_t n;
+  if (rd_u64(in, &n, what)) return NULL;
+  if (n > MAX_STRING) {
+    lc_error("%s: %s of %llu bytes in %s is implausibly long (corrupt file?)", in->fn, what,
+             (unsigned long long)n, in->label);
+    return NULL;
+  }
+  if (lc_in_check_avail(in, n, what)) return NULL;
+  char *s = malloc(n + 1);
+  if (!s) {
+    lc_error("%s: out of memory", in->fn);
+    return NULL;
+  }
+  if (lc_in_read(in, s, n, what)) {
+    free(s);
+    return NULL;
+  }
+  s[n] = 0;
+  return s;
+}
+
+static int check_count(struct lc_in *in, uint64_t n, uint64_t min_bytes, const char *what) {
+  if (n > MAX_COUNT)
+    return lc_error("%s: %s count %llu in %s is implausibly large (corrupt file?)", in->fn, what,
+                    (unsigned long long)n, in->label);
+  return lc_in_check_avail(in, n * min_bytes, what);
+}
+
+/* Reads one metadata value of type vt into m (key already set). */
+static int rd_value(struct lc_in *in, uint32_t vt, struct lc_gguf_meta *m) {
+  mlx_dtype t;
+  if (vt == V_STRING) {
+    m->kind = LC_GGUF_STRING;
+    return !(m->str = rd_string(in, "a metadata string"));
+  }
+  if (vt == V_ARRAY) {
+    uint32_t et;
+    uint64_t n;
+    if (rd_u32(in, &et, "a metadata array type") || rd_u64(in, &n, "a metadata array length"))
+      return 1;
+    if (et == V_STRING) {
+      if (check_count(in, n, 8, "metadata string list")) return 1;
+      m->kind = LC_GGUF_STRINGS;
+      m->strs = calloc(n ? n : 1, sizeof *m->strs);
+      if (!m->strs) return lc_error("%s: out of memory", in->fn);
+      for (; m->nstrs < n; m->nstrs++)
+        if (!(m->strs[m->nstrs] = rd_string(in, "a metadata string"))) return 1;
+      return 0;
+    }
+    if (value_dtype(et, &t))
+      return lc_error("%s: metadata '%s' in %s: unsupported array element type %u", in->fn, m->key,
+                      in->label, et);
+    if (check_count(in, n, lc_dtype_size(t), "metadata array")) return 1;
+    int shape = (int)n;
+    m->kind = LC_GGUF_ARRAY;
+    return !(m->arr = lc_in_read_node(in, t, 1, &shape, "a metadata array"));
+  }
+  if (value_dtype(vt, &t))
+    return lc_error("%s: metadata '%s' in %s has unknown value type %u", in->fn, m->key, in->label,
+                    vt);
+  m->kind = LC_GGUF_ARRAY;
+  return !(m->arr = lc_in_read_node(in, t, 0, NULL, "a metadata value"));
+}
+
+struct tinfo {
+  char *name;
+  mlx_dtype t;
+  int ndim, shape[MAX_NDIM];
+  uint64_t off, bytes;
+};
+
+static int cmp_off(const void *a, const void *b) {
+  const struct tinfo *x = *(const struct tinfo *const *)a, *y = *(const struct tinfo *const *)b;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int rd_tinfo(struct lc_in *in, struct tinfo *ti) {
+  if (!(ti->name = rd_string(in, "a tensor name"))) return 1;
+  uint32_t nd, type;
+  if (rd_u32(in, &nd, "a tensor's dimension count")) return 1;
+  if (nd > MAX_NDIM)
+    return lc_error("%s: tensor '%s' in %s has %u dimensions", in->fn, ti->name, in->label, nd);
+  ti->ndim = (int)nd;
+  uint64_t count = 1;
+  for (uint32_t k = 0; k < nd; k++) {
+    uint64_t d;
+    if (rd_u64(in, &d, "a tensor dimension")) return 1;
+    if (d > INT_MAX)
+      return lc_error("%s: tensor '%s' in %s: dimension %llu exceeds INT_MAX", in->fn, ti->name,
+                      in->label, (unsigned long long)d);
+    ti->shape[nd - 1 - k] = (int)d;
+    if (__builtin_mul_overflow(count, d, &count) || count > (UINT64_MAX >> 4))
+      return lc_error("%s: tensor '%s' in %s is too large", in->fn, ti->name, in->label);
+  }
+  if (rd_u32(in, &type, "a tensor type") || rd_u64(in, &ti->off, "a tensor offset")) return 1;
+  size_t i;
+  for (i = 0; i < sizeof tensor_types / sizeof tensor_types[0]; i++)
+    if (tensor_types[i].ggml == type) break;
+  if (i == sizeof tensor_types / sizeof tensor_types[0])
+    return lc_error("%s: tensor '%s' in %s has ggml type %u, which is unsupported (quantized "
+                    "GGUF tensors are not supported)",
+                    in->fn, ti->name, in->label, type);
+  ti->t = tensor_types[i].t;
+  ti->bytes = count * lc_dtype_size(ti->t);
+  return 0;
+}
+
+struct lc_gguf *lc_gguf_load(struct lc_in *in) {
+  unsigned char magic[4];
+  uint32_t version;
+  uint64_t nt, nkv;
+  if (lc_in_read(in, magic, 4, "the GGUF magic")) return NULL;
+  if (memcmp(magic, "GGUF", 4)) {
+    lc_error("%s: %s is not a GGUF file (bad magic)", in->fn, in->label);
+    return NULL;
+  }
+  if (rd_u32(in, &version, "the GGUF version")) return NULL;
+  if (version != 2 && version != 3) {
+    lc_error("%s: unsupported GGUF version %u in %s (2 and 3 are supported)", in->fn, version,
+             in->label);
+    return NULL;
+  }
+  if (rd_u64(in, &nt, "the tensor count") || rd_u64(in, &nkv, "the metadata count") ||
+      check_count(in, nkv, 12, "metadata") || check_count(in, nt, 24, "tensor"))
+    return NULL;
+  struct lc_gguf *g = lc_gguf_new();
+  struct tinfo *ti = calloc(nt ? nt : 1, sizeof *ti);
+  struct tinfo **order = calloc(nt ? nt : 1, sizeof *order);
+  uint64_t align = 32;
+  int ok = 0;
+  if (!g || !ti || !order) {
+    if (g) lc_error("%s: out of memory", in->fn);
+    goto done;
+  }
+  for (uint64_t i = 0; i < nkv; i++) {
+    struct lc_gguf_meta m = {0};
+    uint32_t vt;
+    if (!(m.key = rd_string(in, "a metadata key"))) goto done;
+    if (rd_u32(in, &vt, "a metadata value type") || rd_value(in, vt, &m)) {
+      lc_gguf_meta_clear(&m);
+      goto done;
+    }
+    if (!strcmp(m.key, "general.alignment")) {
+      if (vt != V_U32 || !*(uint32_t *)lc_node_data(m.arr) ||
+          (*(uint32_t *)lc_node_data(m.arr) & (*(uint32_t *)lc_node_data(m.arr) - 1))) {
+        lc_error("%s: general.alignment in %s must be a u32 power of two", in->fn, in->label);
+        lc_gguf_meta_clear(&m);
+        goto done;
+      }
+      align = *(uint32_t *)lc_node_data(m.arr);
+    }
+    if (lc_gguf_put_meta(g, &m)) goto done;
+  }
+  for (uint64_t i = 0; i < nt; i++) {
+    if (rd_tinfo(in, &ti[i])) goto done;
+    for (uint64_t k = 0; k < i; k++)
+      if (!strcmp(ti[k].name, ti[i].name)) {
+        lc_error("%s: duplicate tensor name '%s' in %s", in->fn, ti[i].name, in->label);
+        goto done;
+      }
+    order[i] = &ti[i];
+  }
+  if (lc_in_skip(in, (size_t)((align - (uint64_t)in->pos % align) % align), "the data alignment"))
+    goto done;
+  qsort(order, nt, sizeof *order, cmp_off);
+  uint64_t pos = 0;
+  for (uint64_t i = 0; i < nt; i++) {
+    struct tinfo *t = order[i];
+    if (t->off < pos) {
+      lc_error("%s: tensor '%s' in %s overlaps another tensor's data", in->fn, t->name, in->label);
+      goto done;
+    }
+    if (lc_in_skip(in, (size_t)(t->off - pos), "padding between tensors")) goto done;
+    char what[300];
+    snprintf(what, sizeof what, "the data of tensor '%.256s'", t->name);
+    struct lc_node *n = lc_in_read_node(in, t->t, t->ndim, t->shape, what);
+    if (!n) goto done;
+    int bad = lc_gguf_put_array(g, t->name, n);
+    lc_node_release(n);
+    if (bad) goto done;
+    pos = t->off + t->bytes;
+  }
+  ok = 1;
+done:
+  for (uint64_t i = 0; ti && i < nt; i++) free(ti[i].name);
+  free(ti);
+  free(order);
+  if (!ok) {
+    lc_gguf_delete(g);
+    return NULL;
+  }
+  return g;
+}
+
+/* ---- writing ---- */
+
+static int wr_u32(struct lc_out *out, uint32_t v) {
+  unsigned char b[4] = {(unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+                        (unsigned char)(v >> 24)};
+  return lc_out_write(out, b, 4);
+}
+
+static int wr_u64(struct lc_out *out, uint64_t v) {
+  unsigned char b[8];
+  for (int i = 0; i < 8; i++) b[i] = (unsigned char)(v >> (8 * i));
+  return lc_out_write(out, b, 8);
+}
+
+static int wr_string(struct lc_out *out, const char *s) {
+  size_t n = strlen(s);
+  return wr_u64(out, n) || lc_out_write(out, s, n);
+}
+
+static int wr_pad(struct lc_out *out, uint64_t *pos, uint64_t align) {
+  static const char zeros[256];
+  uint64_t pad = (align - *pos % align) % align;
+  *pos += pad;
+  while (pad) {
+    size_t k = pad < sizeof zeros ? (size_t)pad : sizeof zeros;
+    if (lc_out_write(out, zeros, k)) return 1;
+    pad -= k;
+  }
+  return 0;
+}
+
+static size_t tensor_type(mlx_dtype t, uint32_t *ggml) {
+  for (size_t i = 0; i < sizeof tensor_types / sizeof tensor_types[0]; i++)
+    if (tensor_types[i].t == t) return *ggml = tensor_types[i].ggml, 1;
+  return 0;
+}
+
+int lc_gguf_save(struct lc_out *out, struct lc_gguf *g) {
+  const char *fn = out->fn;
+  uint64_t align = 32, pos = 0;
+  /* validate everything before writing anything */
+  for (size_t i = 0; i < g->nmeta; i++) {
+    struct lc_gguf_meta *m = &g->meta[i];
+    uint32_t vt;
+    if (m->kind != LC_GGUF_ARRAY) continue;
+    if (m->arr->ndim > 1 || dtype_value(m->arr->dtype, &vt))
+      return lc_error("%s: metadata '%s' must be a 0-d or 1-d array of a GGUF value type "
+                      "(bool, (u)int8-64, float32, float64), got %d-d %s",
+                      fn, m->key, m->arr->ndim, lc_dtype_name(m->arr->dtype));
+    if (!strcmp(m->key, "general.alignment")) {
+      if (m->arr->dtype != MLX_UINT32 || m->arr->ndim != 0)
+        return lc_error("%s: general.alignment must be a 0-d uint32 array", fn);
+      struct lc_node *n = m->arr;
+      if (lc_eval(&n, 1)) return 1;
+      uint32_t a = *(uint32_t *)lc_node_data(n);
+      if (!a || (a & (a - 1))) return lc_error("%s: general.alignment must be a power of two", fn);
+      align = a;
+    }
+  }
+  for (size_t i = 0; i < g->narr; i++) {
+    uint32_t ty;
+    if (!tensor_type(g->arrs[i]->dtype, &ty))
+      return lc_error("%s: array '%s' has dtype %s, which GGUF cannot store (supported: float32, "
+                      "float16, bfloat16, float64, int8, int16, int32, int64)",
+                      fn, g->names[i], lc_dtype_name(g->arrs[i]->dtype));
+  }
+  if (lc_out_write(out, "GGUF", 4) || wr_u32(out, 3) || wr_u64(out, g->narr) ||
+      wr_u64(out, g->nmeta))
+    return 1;
+  pos = 24;
+  for (size_t i = 0; i < g->nmeta; i++) {
+    struct lc_gguf_meta *m = &g->meta[i];
+    if (wr_string(out, m->key)) return 1;
+    pos += 8 + strlen(m->key) + 4;
+    if (m->kind == LC_GGUF_STRING) {
+      if (wr_u32(out, V_STRING) || wr_string(out, m->str)) return 1;
+      pos += 8 + strlen(m->str);
+    } else if (m->kind == LC_GGUF_STRINGS) {
+      if (wr_u32(out, V_ARRAY) || wr_u32(out, V_STRING) || wr_u64(out, m->nstrs)) return 1;
+      pos += 12;
+      for (size_t k = 0; k < m->nstrs; k++) {
+        if (wr_string(out, m->strs[k])) return 1;
+        pos += 8 + strlen(m->strs[k]);
+      }
+    } else {
+      uint32_t vt = 0;
+      dtype_value(m->arr->dtype, &vt);
+      if (m->arr->ndim == 1) {
+        if (wr_u32(out, V_ARRAY) || wr_u32(out, vt) || wr_u64(out, (uint64_t)m->arr->size))
+          return 1;
+        pos += 12;
+      } else if (wr_u32(out, vt)) {
+        return 1;
+      }
+      if (lc_out_write_node(out, m->arr)) return 1;
+      pos += (uint64_t)m->arr->size * lc_dtype_size(m->arr->dtype);
+    }
+  }
+  uint64_t off = 0;
+  for (size_t i = 0; i < g->narr; i++) {
+    struct lc_node *n = g->arrs[i];
+    uint32_t ty = 0;
+    tensor_type(n->dtype, &ty);
+    if (wr_string(out, g->names[i]) || wr_u32(out, (uint32_t)n->ndim)) return 1;
+    for (int k = n->ndim - 1; k >= 0; k--)
+      if (wr_u64(out, (uint64_t)n->shape[k])) return 1;
+    if (wr_u32(out, ty) || wr_u64(out, off)) return 1;
+    pos += 8 + strlen(g->names[i]) + 4 + 8 * (uint64_t)n->ndim + 12;
+    off += (uint64_t)n->size * lc_dtype_size(n->dtype);
+    off = (off + align - 1) / align * align;
+  }
+  if (wr_pad(out, &pos, align)) return 1;
+  pos = 0;
+  for (size_t i = 0; i < g->narr; i++) {
+    if (wr_pad(out, &pos, align) || lc_out_write_node(out, g->arrs[i])) return 1;
+    pos += (uint64_t)g->arrs[i]->size * lc_dtype_size(g->arrs[i]->dtype);
+  }
+  return 0;
+}
