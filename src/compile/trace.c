@@ -221,6 +221,11 @@ int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, con
     nout = 0;
     goto done;
   }
+  for (size_t o = 0; o < nout; o++)
+    if (!outs[o]) {
+      lc_error("compile: output %zu of the traced function is an empty array", o);
+      goto done;
+    }
   if (lc_graph_tape(outs, nout, 0, &w.tape) || mark(&w, &phmap) ||
       eval_constants(&w, outs, nout))
     goto done;

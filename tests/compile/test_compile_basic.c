@@ -784,6 +784,26 @@ static void test_large_outputs(void) {
   mlx_closure_free(f);
 }
 
+static int fun_empty_out(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)in;
+  (void)pl;
+  mlx_array e = mlx_array_new();
+  return mlx_vector_array_append_value(*res, e);
+}
+
+static void test_empty_output(void) {
+  mlx_closure f = mlx_closure_new_func_payload(fun_empty_out, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array x = mlx_array_new_float(1.0f);
+  int rc;
+  mlx_array r = call1(cf, 1, &x, &rc);
+  CHECK(rc != 0 && strstr(test_last_error, "empty array") != NULL);
+  mlx_array_free(r);
+  mlx_array_free(x);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
 int main(void) {
   test_init();
   size_t base = test_active_memory();
@@ -802,6 +822,7 @@ int main(void) {
   test_placeholder_eval_error();
   test_long_chain();
   test_large_outputs();
+  test_empty_output();
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active memory %zu, baseline %zu",
             test_active_memory(), base);
