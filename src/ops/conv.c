@@ -1,0 +1,296 @@
+/* The CONV primitive and the convolution builders (see conv.h). */
+#include "ops/conv.h"
+
+#include <cblas.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/error.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/shape.h"
+
+#define LC_CONV_MAXSP 3
+
+/* Params of a CONV node (plain old data, compared bytewise). Padding is
+ * already non-negative (negative padding was turned into a slice). */
+struct conv_params {
+  int nsp, groups, flip;
+  int stride[LC_CONV_MAXSP], lo[LC_CONV_MAXSP], kdil[LC_CONV_MAXSP], idil[LC_CONV_MAXSP];
+};
+
+/* Rows of the im2col matrix built at once, bounding its memory. */
+#define ROW_BLOCK_ELEMS (1 << 22)
+
+/* Fills col (rows x K, K = prod(k) * cg) for output rows [r0, r0 + rows)
+ * of group g. x is the contiguous input (N, in..., C). */
+#define IM2COL(T, NAME)                                                                         \
+  static void NAME(T *col, const T *x, const struct lc_node *n, const struct lc_node *in,      \
+                   const struct lc_node *wt, const struct conv_params *p, int64_t r0,           \
+                   int64_t rows, int g, int cg) {                                               \
+    int nsp = p->nsp, C = in->shape[nsp + 1];                                                   \
+    int64_t ostr[LC_CONV_MAXSP + 1], istr[LC_CONV_MAXSP + 1];                                   \
+    ostr[nsp] = 1;                                                                              \
+    istr[nsp - 1] = C;                                                                          \
+    for (int i = nsp - 1; i >= 0; i--) ostr[i] = ostr[i + 1] * n->shape[i + 1];                 \
+    for (int i = nsp - 2; i >= 0; i--) istr[i] = istr[i + 1] * in->shape[i + 2];                \
+    int64_t ktaps = 1;                                                                          \
+    for (int i = 0; i < nsp; i++) ktaps *= wt->shape[i + 1];                                    \
+    int64_t K = ktaps * cg;                                                                     \
+    for (int64_t r = 0; r < rows; r++) {                                                        \
+      int64_t m = r0 + r, rem = m % ostr[0];                                                \
+      int64_t b = m / ostr[0];                                                                  \
+      int64_t ot[LC_CONV_MAXSP];                                                                \
+      for (int i = 0; i < nsp; i++) {                                                           \
+        ot[i] = rem / ostr[i + 1];                                                              \
+        rem %= ostr[i + 1];                                                                     \
+      }                                                                                         \
+      T *dst = col + r * K;                                                                     \
+      int kj[LC_CONV_MAXSP] = {0, 0, 0};                                                        \
+      for (int64_t t = 0; t < ktaps; t++) {                                                     \
+        int64_t off = b * istr[0] * in->shape[1] + (int64_t)g * cg;                             \
+        int ok = 1;                                                                             \
+        for (int i = 0; i < nsp && ok; i++) {                                                   \
+          int kk = wt->shape[i + 1];                                                            \
+          int j = p->flip ? kk - 1 - kj[i] : kj[i];                                             \
+          int64_t q = ot[i] * p->stride[i] + (int64_t)j * p->kdil[i] - p->lo[i];                \
+          if (q < 0 || q % p->idil[i]) {                                                        \
+            ok = 0;                                                                             \
+            break;                                                                              \
+          }                                                                                     \
+          q /= p->idil[i];                                                                      \
+          if (q >= in->shape[i + 1]) ok = 0;                                                    \
+          off += q * istr[i];                                                                   \
+        }                                                                                       \
+        if (ok)                                                                                 \
+          memcpy(dst + t * cg, x + off, sizeof(T) * (size_t)cg);                                \
+        else                                                                                    \
+          memset(dst + t * cg, 0, sizeof(T) * (size_t)cg);                                      \
+        for (int i = nsp - 1; i >= 0; i--) { /* next tap, row-major over the kernel */          \
+          if (++kj[i] < wt->shape[i + 1]) break;                                                \
+          kj[i] = 0;                                                                            \
+        }                                                                                       \
+      }                                                                                         \
+    }                                                                                           \
+  }
+IM2COL(float, im2col_f32)
+IM2COL(double, im2col_f64)
+
+/* A contiguous view of an evaluated input's data: the input's own data when
+ * contiguous, else a fresh copy (*owned, to lc_free). */
+static const void *contig_data(struct lc_node *x, void **owned, size_t *bytes) {
+  *owned = NULL;
+  *bytes = 0;
+  if (lc_node_is_contiguous(x)) return lc_node_data(x);
+  *bytes = (size_t)x->size * lc_dtype_size(x->dtype);
+  *owned = lc_alloc(*bytes);
+  if (!*owned) return NULL;
+  lc_node_copy_out(x, *owned);
+  return *owned;
+}
+
+static int conv_eval(struct lc_node *n) {
+  const struct conv_params *p = n->params;
+  struct lc_node *in = n->in[0], *wt = n->in[1];
+  if (lc_node_alloc_data(n)) return 1;
+  int nsp = p->nsp, G = p->groups;
+  int O = n->shape[nsp + 1], og = O / G, cg = wt->shape[nsp + 1];
+  int64_t M = n->size / (O ? O : 1), ktaps = 1;
+  for (int i = 0; i < nsp; i++) ktaps *= wt->shape[i + 1];
+  int64_t K = ktaps * cg;
+  size_t es = lc_dtype_size(n->dtype);
+  if (n->size == 0) return 0;
+  if (K == 0) {
+    memset(lc_node_data(n), 0, (size_t)n->size * es);
+    return 0;
+  }
+  void *xo, *wo;
+  size_t xb, wb;
+  const void *x = contig_data(in, &xo, &xb);
+  const void *w = x ? contig_data(wt, &wo, &wb) : NULL;
+  int rc = 1;
+  void *col = NULL;
+  int64_t block = ROW_BLOCK_ELEMS / K;
+  if (block < 1) block = 1;
+  if (block > M) block = M;
+  size_t col_bytes = (size_t)(block * K) * es;
+  if (w) col = lc_alloc(col_bytes);
+  if (!col) goto done;
+  for (int64_t r0 = 0; r0 < M; r0 += block) {
+    int64_t rows = M - r0 < block ? M - r0 : block;
+    for (int g = 0; g < G; g++) {
+      if (n->dtype == MLX_FLOAT64) {
+        im2col_f64(col, x, n, in, wt, p, r0, rows, g, cg);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, og, (blasint)K, 1.0,
+                    col, (blasint)K, (const double *)w + (int64_t)g * og * K, (blasint)K, 0.0,
+                    (double *)lc_node_data(n) + r0 * O + (int64_t)g * og, O);
+      } else {
+        im2col_f32(col, x, n, in, wt, p, r0, rows, g, cg);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)rows, og, (blasint)K, 1.0f,
+                    col, (blasint)K, (const float *)w + (int64_t)g * og * K, (blasint)K, 0.0f,
+                    (float *)lc_node_data(n) + r0 * O + (int64_t)g * og, O);
+      }
+    }
+  }
+  rc = 0;
+done:
+  if (col) lc_free(col, col_bytes);
+  if (xo) lc_free(xo, xb);
+  if (w && wo) lc_free(wo, wb);
+  return rc;
+}
+
+static int conv_describe(const struct lc_node *n, char *buf, size_t len) {
+  const struct conv_params *p = n->params;
+  return snprintf(buf, len, "nsp=%d groups=%d flip=%d", p->nsp, p->groups, p->flip);
+}
+
+const struct lc_prim lc_prim_conv = {
+    .name = "conv", .eval_cpu = conv_eval, .describe = conv_describe};
+
+/* ---- builders ---- */
+
+static int64_t dilate(int64_t x, int d) { return x > 0 ? (x - 1) * d + 1 : 0; }
+
+static char *fmt_shape(const struct lc_node *a, char *buf) {
+  return lc_shape_str(a->ndim, a->shape, buf, 96);
+}
+
+static int conv_checks(const char *fn, struct lc_node *in, struct lc_node *wt, int groups) {
+  char s1[96], s2[96];
+  if (!lc_dtype_is_float(in->dtype))
+    return lc_error("%s: invalid input array with type %s; convolution only supports floating "
+                    "point types", fn, lc_dtype_name(in->dtype));
+  if (!lc_dtype_is_float(wt->dtype))
+    return lc_error("%s: invalid weight array with type %s; convolution only supports floating "
+                    "point types", fn, lc_dtype_name(wt->dtype));
+  int nsp = in->ndim - 2;
+  if (nsp < 1 || nsp > 3)
+    return lc_error("%s: only inputs with 1 to 3 spatial dimensions are supported (got an "
+                    "input with %d dimensions; the format is [N, ..., C_in])", fn, in->ndim);
+  if (wt->ndim != in->ndim)
+    return lc_error("%s: invalid weight array with %d dimensions for %dD convolution; expected "
+                    "%d dimensions in the format [C_out, ..., C_in]", fn, wt->ndim, nsp,
+                    in->ndim);
+  if (groups < 1) return lc_error("%s: groups must be positive, got %d", fn, groups);
+  int C = in->shape[nsp + 1];
+  if (C % groups)
+    return lc_error("%s: the input channels (%d) must be divisible by the number of groups (%d)",
+                    fn, C, groups);
+  if (wt->shape[0] % groups)
+    return lc_error("%s: the output channels (%d) must be divisible by the number of groups "
+                    "(%d)", fn, wt->shape[0], groups);
+  if (C != groups * wt->shape[nsp + 1])
+    return lc_error("%s: input with shape %s and weight with shape %s and groups=%d: expected "
+                    "%d input channels but got %d", fn, fmt_shape(in, s1), fmt_shape(wt, s2),
+                    groups, groups * wt->shape[nsp + 1], C);
+  return 0;
+}
+
+struct lc_node *lc_conv_general(const char *fn, struct lc_node *in, struct lc_node *wt,
+                                const int *stride, const int *pad_lo, const int *pad_hi,
+                                const int *kdil, const int *idil, int groups, bool flip) {
+  if (conv_checks(fn, in, wt, groups)) return NULL;
+  int nsp = in->ndim - 2;
+  struct conv_params p;
+  memset(&p, 0, sizeof p);
+  p.nsp = nsp;
+  p.groups = groups;
+  p.flip = flip;
+  int lo[LC_CONV_MAXSP], hi[LC_CONV_MAXSP], start[LC_CONV_MAXSP + 2] = {0},
+      stop[LC_CONV_MAXSP + 2];
+  bool crop = false;
+  for (int i = 0; i < in->ndim; i++) stop[i] = in->shape[i];
+  for (int i = 0; i < nsp; i++) {
+    if (stride[i] <= 0) {
+      lc_error("%s: stride sizes must be positive, got %d at axis %d", fn, stride[i], i);
+      return NULL;
+    }
+    if (kdil[i] <= 0 || idil[i] <= 0) {
+      lc_error("%s: %s dilation sizes must be positive, got %d at axis %d", fn,
+               kdil[i] <= 0 ? "kernel" : "input", kdil[i] <= 0 ? kdil[i] : idil[i], i);
+      return NULL;
+    }
+    lo[i] = pad_lo[i];
+    hi[i] = pad_hi[i];
+    if (lo[i] < 0) { /* MLX: crop the (undilated) input */
+      start[i + 1] = -lo[i];
+      lo[i] = 0;
+      crop = true;
+    }
+    if (hi[i] < 0) {
+      stop[i + 1] += hi[i];
+      hi[i] = 0;
+      crop = true;
+    }
+    p.stride[i] = stride[i];
+    p.lo[i] = lo[i];
+    p.kdil[i] = kdil[i];
+    p.idil[i] = idil[i];
+  }
+  mlx_dtype ot = lc_dtype_promote(in->dtype, wt->dtype);
+  mlx_dtype ct = ot == MLX_FLOAT64 ? MLX_FLOAT64 : MLX_FLOAT32;
+  struct lc_node *x = crop ? lc_slice(in, start, stop, NULL) : lc_node_retain(in);
+  if (!x) return NULL;
+  int shape[LC_CONV_MAXSP + 2];
+  shape[0] = x->shape[0];
+  shape[nsp + 1] = wt->shape[0];
+  for (int i = 0; i < nsp; i++) {
+    int64_t span = dilate(x->shape[i + 1], idil[i]) + (int64_t)lo[i] + hi[i];
+    int64_t kspan = dilate(wt->shape[i + 1], kdil[i]);
+    int64_t o = span >= kspan && kspan > 0 ? (span - kspan) / stride[i] + 1 : 0;
+    if (o <= 0 || o > INT32_MAX) {
+      char s1[96], s2[96];
+      lc_error("%s: spatial dimensions of the input after padding cannot be smaller than the "
+               "weight's (axis %d, input %s, weight %s)", fn, i + 1, fmt_shape(x, s1),
+               fmt_shape(wt, s2));
+      lc_node_release(x);
+      return NULL;
+    }
+    shape[i + 1] = (int)o;
+  }
+  struct lc_node *xc = lc_astype(x, ct);
+  lc_node_release(x);
+  struct lc_node *wc = xc ? lc_astype(wt, ct) : NULL;
+  struct lc_node *r = NULL;
+  if (wc) {
+    struct lc_node *ins[2] = {xc, wc};
+    r = lc_node_new_op(LC_OP_CONV, ct, nsp + 2, shape, 2, ins, &p, sizeof p);
+  }
+  lc_node_release(xc);
+  lc_node_release(wc);
+  if (r && ct != ot) {
+    struct lc_node *c = lc_astype(r, ot);
+    lc_node_release(r);
+    r = c;
+  }
+  return r;
+}
+
+struct lc_node *lc_conv_transpose(const char *fn, struct lc_node *in, struct lc_node *wt,
+                                  const int *stride, const int *padding, const int *dilation,
+                                  const int *output_padding, int groups) {
+  if (conv_checks(fn, in, wt, groups)) return NULL;
+  int nsp = in->ndim - 2;
+  int lo[LC_CONV_MAXSP], hi[LC_CONV_MAXSP], one[LC_CONV_MAXSP] = {1, 1, 1};
+  for (int i = 0; i < nsp; i++) {
+    if (dilation[i] <= 0 || stride[i] <= 0) {
+      lc_error("%s: %s must be positive, got %d at axis %d", fn,
+               stride[i] <= 0 ? "stride" : "dilation", stride[i] <= 0 ? stride[i] : dilation[i],
+               i);
+      return NULL;
+    }
+    int64_t ks = dilate(wt->shape[i + 1], dilation[i]);
+    int64_t l = ks - padding[i] - 1, h = l + (int64_t)output_padding[i];
+    if (l < INT32_MIN || l > INT32_MAX || h < INT32_MIN || h > INT32_MAX) {
+      lc_error("%s: padding out of range at axis %d", fn, i);
+      return NULL;
+    }
+    lo[i] = (int)l;
+    hi[i] = (int)h;
+  }
+  return lc_conv_general(fn, in, wt, one, lo, hi, dilation, stride, groups, true);
+}
