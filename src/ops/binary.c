@@ -132,7 +132,7 @@ static inline float logaddexp_f(float x, float y) {
 }
 static inline double logaddexp_d(double x, double y) {
   double hi = MAX_F(x, y, double), lo = MIN_F(x, y, double);
-  double r = hi + log1p(exp(lo - hi));
+  double r = hi + log1p(lc_vexp(lo - hi));
   return (lo == -INFINITY || hi == INFINITY) ? hi : r;
 }
 #define LAE_F(x, y, C) logaddexp_f(x, y)

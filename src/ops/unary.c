@@ -39,7 +39,7 @@ FLOAT_CX_OP(sqrt, SQRT_F, SQRT_D, SQRT_C)
 FLOAT_OP(rsqrt, RSQRT_F, RSQRT_D)
 
 #define EXP_F(v, C) lc_vexpf(v)
-#define EXP_D(v, C) exp(v)
+#define EXP_D(v, C) lc_vexp(v)
 #define EXP_C(v, C) cexpf(v)
 FLOAT_CX_OP(exp, EXP_F, EXP_D, EXP_C)
 
@@ -54,7 +54,7 @@ FLOAT_CX_OP(log, LOG_F, LOG_D, LOG_C)
 FLOAT_CX_OP(tanh, TANH_F, TANH_D, TANH_C)
 
 static inline double sigmoid_d(double x) {
-  double e = exp(-fabs(x)), d = 1.0 / (1.0 + e);
+  double e = lc_vexp(-fabs(x)), d = 1.0 / (1.0 + e);
   return x >= 0 ? d : e * d;
 }
 #define SIGMOID_F(v, C) lc_vsigmoidf(v)

@@ -145,6 +145,38 @@ static inline float lc_verff(float x) {
   return x != x ? x : r;
 }
 
+/* e^x in double (<= 1.1 ulp): the float32 scheme with ln 2 split as in
+ * fdlibm and the Taylor polynomial to degree 13 (|r| <= ln2 / 2). */
+static inline double lc_vexp(double x) {
+  double xc = x > -746.0 ? x : -746.0; /* also maps NaN */
+  xc = xc < 710.0 ? xc : 710.0;
+  double k = (xc * 1.4426950408889634 + 6755399441055744.0) - 6755399441055744.0;
+  double r = xc - k * 0.693147180369123816490;
+  r = r - k * 1.90821492927058770002e-10;
+  double p = 1.0 / 6227020800.0;
+  p = p * r + 1.0 / 479001600.0;
+  p = p * r + 1.0 / 39916800.0;
+  p = p * r + 1.0 / 3628800.0;
+  p = p * r + 1.0 / 362880.0;
+  p = p * r + 1.0 / 40320.0;
+  p = p * r + 1.0 / 5040.0;
+  p = p * r + 1.0 / 720.0;
+  p = p * r + 1.0 / 120.0;
+  p = p * r + 1.0 / 24.0;
+  p = p * r + 1.0 / 6.0;
+  p = p * r + 0.5;
+  p = p * r * r + r + 1.0;
+  int64_t n = (int64_t)k, n1 = n / 2, n2 = n - n1;
+  uint64_t b1 = (uint64_t)(n1 + 1023) << 52, b2 = (uint64_t)(n2 + 1023) << 52;
+  double s1, s2;
+  memcpy(&s1, &b1, 8);
+  memcpy(&s2, &b2, 8);
+  double res = p * s1 * s2;
+  res = x > 709.782712893384 ? (double)LC_VM_INF : res;
+  res = x < -745.1332191019412 ? 0.0 : res;
+  return x != x ? x : res;
+}
+
 /* sin and cos for |x| < LC_VTRIG_MAX (callers use libm beyond). The
  * reduction x = j * pi/4 + r (j even) runs in double with pi/4 split in
  * three parts (the first with 33 bits, so j * C1 is exact), accurate enough

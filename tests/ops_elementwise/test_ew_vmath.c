@@ -51,6 +51,25 @@ static void test_sweep(void) {
   }
 }
 
+/* lc_vexp (double) against long double expl over its whole range. */
+static void test_exp64(void) {
+  double worst = 0, at = 0;
+  for (int i = 0; i < 2000000; i++) {
+    double x = -745.2 + 1455.0 * (double)i / 2000000.0 + 1e-7 * (i % 7);
+    if (i % 3 == 0) x = x / 745.0 * 1e-3;
+    long double ref = expl((long double)x);
+    double rf = (double)ref;
+    if (rf == 0 || isinf(rf) || rf < 2.3e-308) continue; /* subnormal results: absolute */
+    double u = nextafter(rf, INFINITY) - rf;
+    double e = (double)fabsl((long double)lc_vexp(x) - ref) / u;
+    if (e > worst) worst = e, at = x;
+  }
+  CHECK_MSG(worst <= 1.1, "exp (double): %.3f ulp at %.17g", worst, at);
+  CHECK(lc_vexp(-INFINITY) == 0 && lc_vexp(INFINITY) == INFINITY && isnan(lc_vexp(NAN)));
+  CHECK(lc_vexp(709.78) < INFINITY && lc_vexp(709.79) == INFINITY && lc_vexp(-745.0) > 0);
+  CHECK(lc_vexp(-746.0) == 0 && lc_vexp(0) == 1);
+}
+
 static void test_specials(void) {
   CHECK(lc_vexpf(-INFINITY) == 0 && lc_vexpf(INFINITY) == INFINITY && isnan(lc_vexpf(NAN)));
   CHECK(lc_vexpf(0) == 1 && lc_vexpf(89.0f) == INFINITY && lc_vexpf(-110.0f) == 0);
@@ -133,6 +152,7 @@ int main(void) {
   test_init();
   test_sweep();
   test_specials();
+  test_exp64();
   test_f16_conversions();
   test_through_api();
   test_trig_large();
