@@ -404,6 +404,9 @@ int lc_gguf_save(struct lc_out *out, struct lc_gguf *g) {
                       "float16, bfloat16, float64, int8, int16, int32, int64)",
                       fn, g->names[i], lc_dtype_name(g->arrs[i]->dtype));
   }
+  if ((g->narr && lc_eval(g->arrs, g->narr))) return 1; /* before any byte is written */
+  for (size_t i = 0; i < g->nmeta; i++)
+    if (g->meta[i].kind == LC_GGUF_ARRAY && lc_eval(&g->meta[i].arr, 1)) return 1;
   if (lc_out_write(out, "GGUF", 4) || wr_u32(out, 3) || wr_u64(out, g->narr) ||
       wr_u64(out, g->nmeta))
     return 1;

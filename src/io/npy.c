@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "io/io.h"
 
 #define MAX_NDIM 64
@@ -58,6 +59,7 @@ static int dtype_of(const char *d, mlx_dtype *dt, int *swap) {
 }
 
 int lc_npy_save(struct lc_out *out, struct lc_node *n) {
+  if (lc_eval(&n, 1)) return 1; /* before any byte is written */
   struct lc_sbuf h = {0};
   lc_sbuf_printf(&h, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr_of(n->dtype));
   for (int i = 0; i < n->ndim; i++)

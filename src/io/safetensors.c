@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "io/io.h"
 #include "io/json.h"
 
@@ -94,6 +95,7 @@ int lc_st_save(struct lc_out *out, mlx_map_string_to_array params, mlx_map_strin
   }
   unsigned char len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
+  if (nn && lc_eval(nodes, nn)) goto done; /* before any byte is written */
   if (lc_out_write(out, len8, 8) || lc_out_write(out, h.p, h.len)) goto done;
   for (size_t i = 0; i < nn; i++)
     if (lc_out_write_node(out, nodes[i])) goto done;
