@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/half.h"
 
 #define MAX_NDIM 64
 #define MAX_STRING (1u << 30)
@@ -211,6 +212,7 @@ static int rd_value(struct lc_in *in, uint32_t vt, struct lc_gguf_meta *m) {
 struct tinfo {
   char *name;
   mlx_dtype t;
+  uint32_t quant; /* 0, or the ggml type Q4_0 (2), Q4_1 (3), Q8_0 (8) */
   int ndim, shape[MAX_NDIM];
   uint64_t off, bytes;
 };
@@ -239,16 +241,95 @@ static int rd_tinfo(struct lc_in *in, struct tinfo *ti) {
       return lc_error("%s: tensor '%s' in %s is too large", in->fn, ti->name, in->label);
   }
   if (rd_u32(in, &type, "a tensor type") || rd_u64(in, &ti->off, "a tensor offset")) return 1;
+  if (type == 2 || type == 3 || type == 8) {
+    if (nd == 0 || ti->shape[nd - 1] % 32)
+      return lc_error("%s: quantized tensor '%s' in %s: the innermost dimension must be a "
+                      "multiple of 32", in->fn, ti->name, in->label);
+    ti->quant = type;
+    ti->t = MLX_UINT32;
+    ti->bytes = count / 32 * (type == 2 ? 18 : type == 3 ? 20 : 34);
+    return 0;
+  }
   size_t i;
   for (i = 0; i < sizeof tensor_types / sizeof tensor_types[0]; i++)
     if (tensor_types[i].ggml == type) break;
   if (i == sizeof tensor_types / sizeof tensor_types[0])
-    return lc_error("%s: tensor '%s' in %s has ggml type %u, which is unsupported (quantized "
-                    "GGUF tensors are not supported)",
+    return lc_error("%s: tensor '%s' in %s has ggml type %u, which is unsupported (supported: "
+                    "F32, F16, BF16, F64, I8, I16, I32, I64, Q4_0, Q4_1, Q8_0)",
                     in->fn, ti->name, in->label, type);
   ti->t = tensor_types[i].t;
   ti->bytes = count * lc_dtype_size(ti->t);
   return 0;
+}
+
+/* Q4_0 / Q4_1 / Q8_0 blocks of 32 weights become MLX's affine quantized
+ * layout with group size 32 (as MLX's load_gguf): `name` (uint32, 8 4-bit
+ * or 4 8-bit values per word, value j of a word at bits j*bits),
+ * `name.scales` and `name.biases` (float16, one per group), so that
+ * weight = q * scale + bias. Q4_0: q = nibble, bias = -8 d; Q4_1: bias = m;
+ * Q8_0: q = int8 + 128, bias = -128 d. ggml's Q4 block stores weight j in
+ * the low nibble of byte j and weight j + 16 in its high nibble. */
+static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinfo *t,
+                          const char *what) {
+  int bits = t->quant == 8 ? 8 : 4, nd = t->ndim;
+  int last = t->shape[nd - 1];
+  uint64_t nblocks = t->bytes / (t->quant == 2 ? 18 : t->quant == 3 ? 20 : 34);
+  int ws[MAX_NDIM], ss[MAX_NDIM];
+  memcpy(ws, t->shape, sizeof(int) * (size_t)nd);
+  memcpy(ss, t->shape, sizeof(int) * (size_t)nd);
+  ws[nd - 1] = last / (32 / bits);
+  ss[nd - 1] = last / 32;
+  if (lc_in_check_avail(in, t->bytes, what)) return 1;
+  unsigned char *raw = malloc(t->bytes ? (size_t)t->bytes : 1);
+  struct lc_node *w = NULL, *sc = NULL, *bi = NULL;
+  int rc = 1;
+  if (!raw) {
+    lc_error("%s: out of memory", in->fn);
+    goto out;
+  }
+  if (lc_in_read(in, raw, (size_t)t->bytes, what)) goto out;
+  w = lc_node_alloc(MLX_UINT32, nd, ws);
+  sc = lc_node_alloc(MLX_FLOAT16, nd, ss);
+  bi = lc_node_alloc(MLX_FLOAT16, nd, ss);
+  if (!w || !sc || !bi || lc_node_alloc_data(w) || lc_node_alloc_data(sc) || lc_node_alloc_data(bi))
+    goto out;
+  uint32_t *wq = lc_node_data(w);
+  uint16_t *sp = lc_node_data(sc), *bp = lc_node_data(bi);
+  const unsigned char *b = raw;
+  for (uint64_t k = 0; k < nblocks; k++) {
+    uint16_t d = (uint16_t)(b[0] | b[1] << 8);
+    unsigned char q[32];
+    float dv = lc_f16_to_f32(d);
+    sp[k] = d;
+    if (t->quant == 8) {
+      for (int j = 0; j < 32; j++) q[j] = (unsigned char)((signed char)b[2 + j] + 128);
+      bp[k] = lc_f32_to_f16(-128.0f * dv);
+      b += 34;
+    } else {
+      const unsigned char *qs = b + (t->quant == 2 ? 2 : 4);
+      for (int j = 0; j < 16; j++) q[j] = qs[j] & 15, q[j + 16] = qs[j] >> 4;
+      bp[k] = t->quant == 2 ? lc_f32_to_f16(-8.0f * dv) : (uint16_t)(b[2] | b[3] << 8);
+      b += t->quant == 2 ? 18 : 20;
+    }
+    int per = 32 / bits;
+    for (int j = 0; j < 32 / per; j++) {
+      uint32_t word = 0;
+      for (int e = 0; e < per; e++) word |= (uint32_t)q[j * per + e] << (e * bits);
+      wq[k * (uint64_t)(32 / per) + (uint64_t)j] = word;
+    }
+  }
+  char key[1100];
+  snprintf(key, sizeof key, "%.1000s.scales", t->name);
+  if (lc_gguf_put_array(g, t->name, w) || lc_gguf_put_array(g, key, sc)) goto out;
+  snprintf(key, sizeof key, "%.1000s.biases", t->name);
+  if (lc_gguf_put_array(g, key, bi)) goto out;
+  rc = 0;
+out:
+  free(raw);
+  lc_node_release(w);
+  lc_node_release(sc);
+  lc_node_release(bi);
+  return rc;
 }
 
 struct lc_gguf *lc_gguf_load(struct lc_in *in) {
@@ -319,6 +400,11 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
     if (lc_in_skip(in, (size_t)(t->off - pos), "padding between tensors")) goto done;
     char what[300];
     snprintf(what, sizeof what, "the data of tensor '%.256s'", t->name);
+    if (t->quant) {
+      if (read_quantized(in, g, t, what)) goto done;
+      pos = t->off + t->bytes;
+      continue;
+    }
     struct lc_node *n = lc_in_read_node(in, t->t, t->ndim, t->shape, what);
     if (!n) goto done;
     int bad = lc_gguf_put_array(g, t->name, n);

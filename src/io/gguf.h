@@ -4,8 +4,10 @@
  * metadata value one of: an array (0-d for a scalar, 1-d for a list of
  * numbers), a string, or a list of strings. GGUF stores tensor dimensions
  * innermost first; arrays use MLX's order (reversed). Loading supports the
- * unquantized tensor types F32, F16, BF16, F64, I8, I16, I32, I64 and every
- * metadata type except nested arrays; quantized tensors are reported as
+ * tensor types F32, F16, BF16, F64, I8, I16, I32, I64, and Q4_0 / Q4_1 /
+ * Q8_0 (converted, like MLX, to `name` uint32 packed weights plus
+ * `name.scales` / `name.biases` float16, group size 32), and every metadata
+ * type except nested arrays; other quantized types are reported as
  * unsupported. Saving writes GGUF v3 with alignment 32, tensors of dtype
  * float32, float16, bfloat16, float64, int8, int16, int32, int64. */
 #ifndef LC_GGUF_H

@@ -129,4 +129,41 @@ tensors = [
     ("b", 24, (12,), values("i", 1).astype("|i1").tobytes()),
 ]
 write_gguf(D + "io_ref.gguf", kvs, tensors, align=64)
-write_gguf(D + "io_quant.gguf", kvs[:1], [("q", 2, (32,), bytes(18))])
+# Quantized tensors (ggml blocks of 32) and their dequantized values, for tests/io.
+rng = np.random.default_rng(3)
+
+
+def q_blocks(kind, nblocks):
+    raw, deq = b"", []
+    for _ in range(nblocks):
+        d = np.float16(rng.uniform(0.01, 0.2))
+        if kind == 8:
+            q = rng.integers(-128, 128, 32).astype("i1")
+            raw += d.tobytes() + q.tobytes()
+            deq += list(q.astype(np.float64) * float(d))
+            continue
+        nib = rng.integers(0, 16, 32).astype("u1")
+        qs = (nib[:16] | (nib[16:] << 4)).astype("u1").tobytes()
+        if kind == 2:
+            raw += d.tobytes() + qs
+            deq += list((nib.astype(np.float64) - 8) * float(d))
+        else:
+            m = np.float16(rng.uniform(-1, 1))
+            raw += d.tobytes() + m.tobytes() + qs
+            deq += list(nib.astype(np.float64) * float(d) + float(m))
+    return raw, deq
+
+
+qt, qref = [], {}
+for name, kind, shape in [("q40", 2, (2, 64)), ("q41", 3, (3, 32)), ("q80", 8, (2, 32))]:
+    raw, deq = q_blocks(kind, shape[0] * shape[1] // 32)
+    qt.append((name, kind, shape, raw))
+    qref[name] = deq
+write_gguf(D + "io_quant.gguf", kvs[:1], qt)
+with open(D + "io_quant_ref.h", "w") as fh:
+    fh.write("/* Dequantized values of tests/data/io_quant.gguf (tests/gen/gen_io.py). */\n")
+    for name, deq in qref.items():
+        fh.write(f"static const double {name}_ref[{len(deq)}] = {{\n")
+        fh.write(",\n".join(", ".join(repr(float(v)) for v in deq[i:i + 8]) for i in range(0, len(deq), 8)))
+        fh.write("};\n")
+write_gguf(D + "io_q4k.gguf", kvs[:1], [("k", 12, (256,), bytes(144))])
