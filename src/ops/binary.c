@@ -132,12 +132,16 @@ static inline float logaddexp_f(float x, float y) {
 }
 static inline double logaddexp_d(double x, double y) {
   double hi = MAX_F(x, y, double), lo = MIN_F(x, y, double);
-  double r = hi + log1p(lc_vexp(lo - hi));
+  double z = lc_vexp(lo - hi), u = 1.0 + z;
+  double r = hi + (u == 1.0 ? z : log(u) * (z / (u - 1.0)));
   return (lo == -INFINITY || hi == INFINITY) ? hi : r;
 }
 #define LAE_F(x, y, C) logaddexp_f(x, y)
 #define LAE_D(x, y, C) logaddexp_d(x, y)
-LC_LOOPS_FLOAT(B, logaddexp, LAE_F, LAE_D)
+B(LC_EW_HOT, logaddexp_MLX_FLOAT32, float, float, float, LC_ID, LC_ID, LAE_F)
+B(LC_EW_HOT, logaddexp_MLX_FLOAT16, uint16_t, float, uint16_t, lc_ew_f16_ld, lc_ew_f16_st, LAE_F)
+B(LC_EW_HOT, logaddexp_MLX_BFLOAT16, uint16_t, float, uint16_t, lc_bf16_to_f32, lc_f32_to_bf16, LAE_F)
+B(, logaddexp_MLX_FLOAT64, double, double, double, LC_ID, LC_ID, LAE_D) /* libm log: scalar */
 LC_KERNEL(logaddexp, LC_CASES_FLOAT(LC_BCASE, logaddexp))
 PRIM(logaddexp)
 
