@@ -265,7 +265,8 @@ static int rd_tinfo(struct lc_in *in, struct tinfo *ti) {
 /* Q4_0 / Q4_1 / Q8_0 blocks of 32 weights become MLX's affine quantized
  * layout with group size 32 (as MLX's load_gguf): `name` (uint32, 8 4-bit
  * or 4 8-bit values per word, value j of a word at bits j*bits),
- * `name.scales` and `name.biases` (float16, one per group), so that
+ * `stem.scales` and `stem.biases` (float16, one per group; stem is name
+ * without a trailing ".weight", else name itself), so that
  * weight = q * scale + bias. Q4_0: q = nibble, bias = -8 d; Q4_1: bias = m;
  * Q8_0: q = int8 + 128, bias = -128 d. ggml's Q4 block stores weight j in
  * the low nibble of byte j and weight j + 16 in its high nibble. */
@@ -318,12 +319,36 @@ static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinf
       wq[k * (uint64_t)(32 / per) + (uint64_t)j] = word;
     }
   }
-  char key[1100];
-  snprintf(key, sizeof key, "%.1000s.scales", t->name);
-  if (lc_gguf_put_array(g, t->name, w) || lc_gguf_put_array(g, key, sc)) goto out;
-  snprintf(key, sizeof key, "%.1000s.biases", t->name);
-  if (lc_gguf_put_array(g, key, bi)) goto out;
+  /* "x.weight" gives x.scales / x.biases (QuantizedLinear's names) */
+  size_t nl = strlen(t->name);
+  int stem = nl >= 7 && !strcmp(t->name + nl - 7, ".weight") ? (int)(nl - 7) : (int)nl;
+  char *ks = malloc(nl + 8), *kb = malloc(nl + 8);
+  if (!ks || !kb) {
+    free(ks);
+    free(kb);
+    lc_error("%s: out of memory", in->fn);
+    goto out;
+  }
+  snprintf(ks, nl + 8, "%.*s.scales", stem, t->name);
+  snprintf(kb, nl + 8, "%.*s.biases", stem, t->name);
+  const char *keys[3] = {t->name, ks, kb};
+  struct lc_node *vals[3] = {w, sc, bi};
+  for (int k = 0; k < 3; k++) {
+    for (size_t i = 0; i < g->narr; i++)
+      if (!strcmp(g->names[i], keys[k])) {
+        lc_error("%s: duplicate array name '%s' in %s (quantized tensors add '.scales' and "
+                 "'.biases' arrays)", in->fn, keys[k], in->label);
+        goto dup;
+      }
+    if (lc_gguf_put_array(g, keys[k], vals[k])) goto dup;
+  }
+  free(ks);
+  free(kb);
   rc = 0;
+  goto out;
+dup:
+  free(ks);
+  free(kb);
 out:
   free(raw);
   lc_node_release(w);
@@ -405,6 +430,12 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
       pos = t->off + t->bytes;
       continue;
     }
+    for (size_t k = 0; k < g->narr; k++)
+      if (!strcmp(g->names[k], t->name)) {
+        lc_error("%s: duplicate array name '%s' in %s (quantized tensors add '.scales' and "
+                 "'.biases' arrays)", in->fn, t->name, in->label);
+        goto done;
+      }
     struct lc_node *n = lc_in_read_node(in, t->t, t->ndim, t->shape, what);
     if (!n) goto done;
     int bad = lc_gguf_put_array(g, t->name, n);

@@ -6,7 +6,7 @@
  * innermost first; arrays use MLX's order (reversed). Loading supports the
  * tensor types F32, F16, BF16, F64, I8, I16, I32, I64, and Q4_0 / Q4_1 /
  * Q8_0 (converted, like MLX, to `name` uint32 packed weights plus
- * `name.scales` / `name.biases` float16, group size 32), and every metadata
+ * `.scales` / `.biases` float16 arrays named after name less its ".weight", group size 32), and every metadata
  * type except nested arrays; other quantized types are reported as
  * unsupported. Saving writes GGUF v3 with alignment 32, tensors of dtype
  * float32, float16, bfloat16, float64, int8, int16, int32, int64. */

@@ -155,10 +155,10 @@ def q_blocks(kind, nblocks):
 
 
 qt, qref = [], {}
-for name, kind, shape in [("q40", 2, (2, 64)), ("q41", 3, (3, 32)), ("q80", 8, (2, 32))]:
+for name, kind, shape in [("q40.weight", 2, (2, 64)), ("q41", 3, (3, 32)), ("q80.weight", 8, (2, 32))]:
     raw, deq = q_blocks(kind, shape[0] * shape[1] // 32)
     qt.append((name, kind, shape, raw))
-    qref[name] = deq
+    qref[name.split(".")[0]] = deq
 write_gguf(D + "io_quant.gguf", kvs[:1], qt)
 with open(D + "io_quant_ref.h", "w") as fh:
     fh.write("/* Dequantized values of tests/data/io_quant.gguf (tests/gen/gen_io.py). */\n")
@@ -166,4 +166,6 @@ with open(D + "io_quant_ref.h", "w") as fh:
         fh.write(f"static const double {name}_ref[{len(deq)}] = {{\n")
         fh.write(",\n".join(", ".join(repr(float(v)) for v in deq[i:i + 8]) for i in range(0, len(deq), 8)))
         fh.write("};\n")
+# "d.weight" quantized adds "d.scales", which also names a plain tensor: an error.
+write_gguf(D + "io_qdup.gguf", kvs[:1], [("d.scales", 0, (1,), bytes(4)), ("d.weight", 8, (32,), bytes(34))])
 write_gguf(D + "io_q4k.gguf", kvs[:1], [("k", 12, (256,), bytes(144))])

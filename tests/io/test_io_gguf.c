@@ -200,14 +200,14 @@ static void test_build_and_save(void) {
 }
 
 /* Dequantizes name / name.scales / name.biases (group size 32) and compares. */
-static void check_quant(mlx_io_gguf g, const char *name, int bits, int rows, int cols,
-                        const double *ref) {
+static void check_quant(mlx_io_gguf g, const char *name, const char *stem, int bits, int rows,
+                        int cols, const double *ref) {
   char key[64];
   mlx_array w = mlx_array_new(), sc = mlx_array_new(), bi = mlx_array_new();
   CHECK_OK(mlx_io_gguf_get_array(&w, g, name));
-  snprintf(key, sizeof key, "%s.scales", name);
+  snprintf(key, sizeof key, "%s.scales", stem);
   CHECK_OK(mlx_io_gguf_get_array(&sc, g, key));
-  snprintf(key, sizeof key, "%s.biases", name);
+  snprintf(key, sizeof key, "%s.biases", stem);
   CHECK_OK(mlx_io_gguf_get_array(&bi, g, key));
   CHECK(mlx_array_dtype(w) == MLX_UINT32 && mlx_array_dtype(sc) == MLX_FLOAT16 &&
         mlx_array_dtype(bi) == MLX_FLOAT16);
@@ -236,9 +236,9 @@ static void check_quant(mlx_io_gguf g, const char *name, int bits, int rows, int
 static void test_quantized(void) {
   mlx_io_gguf g = mlx_io_gguf_new();
   CHECK_OK(mlx_load_gguf(&g, data_path("io_quant.gguf"), test_stream()));
-  check_quant(g, "q40", 4, 2, 64, q40_ref);
-  check_quant(g, "q41", 4, 3, 32, q41_ref);
-  check_quant(g, "q80", 8, 2, 32, q80_ref);
+  check_quant(g, "q40.weight", "q40", 4, 2, 64, q40_ref);
+  check_quant(g, "q41", "q41", 4, 3, 32, q41_ref);
+  check_quant(g, "q80.weight", "q80", 8, 2, 32, q80_ref);
   mlx_vector_string keys = mlx_vector_string_new();
   CHECK_OK(mlx_io_gguf_get_keys(&keys, g));
   CHECK(mlx_vector_string_size(keys) == 9);
@@ -251,6 +251,8 @@ static void test_quantized(void) {
 static void test_malformed(void) {
   mlx_io_gguf g = mlx_io_gguf_new();
   CHECK_FAILS(mlx_load_gguf(&g, data_path("io_q4k.gguf"), test_stream()), "ggml type 12");
+  CHECK_FAILS(mlx_load_gguf(&g, data_path("io_qdup.gguf"), test_stream()),
+              "duplicate array name 'd.scales'");
   CHECK_FAILS(mlx_load_gguf(&g, tmp_path("missing.gguf"), test_stream()), "failed to open");
   CHECK_FAILS(mlx_load_gguf(&g, data_path("io_f4.npy"), test_stream()), "not a GGUF file");
   size_t n = 0;
