@@ -4,18 +4,29 @@
 #include "api/api.h"
 #include "api/handles.h"
 
+/* A user function that fails without any lace call having reported the
+ * cause gets mlx-c's message; when lace already reported why, that message
+ * stays the last one. `before` is lc_error_count() before the call. */
+static int failed(int status, unsigned long before) {
+  if (status && lc_error_count() == before) lc_error("mlx_closure returned a non-zero value");
+  return status;
+}
 static int call_plain(struct lc_closure *c, mlx_vector_array *res, const mlx_vector_array in) {
-  return c->fun(res, in);
+  unsigned long before = lc_error_count();
+  return failed(c->fun(res, in), before);
 }
 static int call_payload(struct lc_closure *c, mlx_vector_array *res, const mlx_vector_array in) {
-  return c->fun_payload(res, in, c->payload);
+  unsigned long before = lc_error_count();
+  int status = c->fun_payload(res, in, c->payload);
+  return c->user ? failed(status, before) : status;
 }
 static int call_unary(struct lc_closure *c, mlx_vector_array *res, const mlx_vector_array in) {
   if (mlx_vector_array_size(in) != 1)
     return lc_error("unary closure called with %zu arguments", mlx_vector_array_size(in));
   mlx_array x = mlx_array_new(), y = mlx_array_new();
   int rc = mlx_vector_array_get(&x, in, 0);
-  if (!rc) rc = c->fun_unary(&y, x);
+  unsigned long before = lc_error_count();
+  if (!rc) rc = failed(c->fun_unary(&y, x), before);
   if (!rc && !y.ctx) rc = lc_error("unary closure returned an empty array");
   if (!rc) rc = mlx_vector_array_set_value(res, y);
   mlx_array_free(x);
@@ -101,6 +112,7 @@ mlx_closure mlx_closure_new_func(int (*fun)(mlx_vector_array *, const mlx_vector
   if (c) {
     c->call = call_plain;
     c->fun = fun;
+    c->user = true;
   }
   return (mlx_closure){c};
 }
@@ -113,7 +125,9 @@ mlx_closure mlx_closure_new_func_payload(int (*fun)(mlx_vector_array *, const ml
     if (dtor) dtor(payload);
     return mlx_closure_new();
   }
-  return (mlx_closure){lc_closure_make(fun, payload, dtor)};
+  struct lc_closure *c = lc_closure_make(fun, payload, dtor);
+  if (c) c->user = true;
+  return (mlx_closure){c};
 }
 
 mlx_closure mlx_closure_new_unary(int (*fun)(mlx_array *, const mlx_array)) {
@@ -125,6 +139,7 @@ mlx_closure mlx_closure_new_unary(int (*fun)(mlx_array *, const mlx_array)) {
   if (c) {
     c->call = call_unary;
     c->fun_unary = fun;
+    c->user = true;
   }
   return (mlx_closure){c};
 }

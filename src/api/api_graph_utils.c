@@ -12,8 +12,9 @@
 #include "ops/prim.h"
 
 struct lc_namer {
-  struct lc_ptrmap names; /* node -> index into strs */
+  struct lc_ptrmap names; /* node -> index into strs and nodes */
   char **strs;
+  struct lc_node **nodes; /* held, so a name never outlives its node's address */
   size_t len, cap;
 };
 
@@ -29,21 +30,35 @@ mlx_node_namer mlx_node_namer_new(void) {
 int mlx_node_namer_free(mlx_node_namer namer) {
   struct lc_namer *n = namer.ctx;
   if (!n) return 0;
-  for (size_t i = 0; i < n->len; i++) free(n->strs[i]);
+  for (size_t i = 0; i < n->len; i++) {
+    free(n->strs[i]);
+    lc_node_release(n->nodes[i]);
+  }
   free(n->strs);
+  free(n->nodes);
   lc_ptrmap_free(&n->names);
   free(n);
   return 0;
 }
 
-/* Records name for node; the namer does not own the node (names are looked
- * up by identity only, never dereferenced). */
-static int namer_put(struct lc_namer *n, const void *node, const char *name) {
+/* Records (or replaces) the name of node; the namer holds a reference to
+ * the node, so a freed array's address cannot inherit its name. */
+static int namer_put(struct lc_namer *n, struct lc_node *node, const char *name) {
+  intptr_t old;
+  if (lc_ptrmap_get(&n->names, node, &old)) {
+    char *d = strdup(name);
+    if (!d) return lc_error("out of memory");
+    free(n->strs[old]);
+    n->strs[old] = d;
+    return 0;
+  }
   if (n->len == n->cap) {
     size_t ncap = n->cap ? 2 * n->cap : 16;
     char **ns = realloc(n->strs, ncap * sizeof *ns);
-    if (!ns) return lc_error("out of memory");
-    n->strs = ns;
+    if (ns) n->strs = ns;
+    struct lc_node **nn = ns ? realloc(n->nodes, ncap * sizeof *nn) : NULL;
+    if (!nn) return lc_error("out of memory");
+    n->nodes = nn;
     n->cap = ncap;
   }
   char *d = strdup(name);
@@ -52,7 +67,8 @@ static int namer_put(struct lc_namer *n, const void *node, const char *name) {
     free(d);
     return 1;
   }
-  n->strs[n->len++] = d;
+  n->strs[n->len] = d;
+  n->nodes[n->len++] = lc_node_retain(node);
   return 0;
 }
 
@@ -60,7 +76,7 @@ int mlx_node_namer_set_name(mlx_node_namer namer, const mlx_array arr, const cha
   if (!namer.ctx) return lc_error("mlx_node_namer_set_name: empty namer");
   LC_CHECK_ARR("mlx_node_namer_set_name", arr);
   if (!name) return lc_error("mlx_node_namer_set_name: name is NULL");
-  return namer_put(namer.ctx, arr.ctx, name);
+  return namer_put(namer.ctx, lc_arr(arr), name);
 }
 
 int mlx_node_namer_get_name(const char **name, mlx_node_namer namer, const mlx_array arr) {
@@ -78,7 +94,7 @@ int mlx_node_namer_get_name(const char **name, mlx_node_namer namer, const mlx_a
       buf[--p] = (char)('A' + k % 26);
       k = k / 26;
     } while (k-- > 0);
-    if (namer_put(n, arr.ctx, buf + p)) return 1;
+    if (namer_put(n, lc_arr(arr), buf + p)) return 1;
     lc_ptrmap_get(&n->names, arr.ctx, &i);
   }
   *name = n->strs[i];

@@ -116,7 +116,7 @@ int mlx_map_string_to_array_get(mlx_array *value, const mlx_map_string_to_array 
   if (!map.ctx) return lc_error("mlx_map_string_to_array_get: empty map");
   if (!key) return lc_error("mlx_map_string_to_array_get: key is NULL");
   struct entry *e = find(map.ctx, key);
-  if (!e) return lc_error("mlx_map_string_to_array_get: no key '%s'", key);
+  if (!e) return 2; /* mlx-c: a missing key is not an error, just status 2 */
   return lc_api_set(value, lc_node_retain(e->arr));
 }
 
@@ -175,7 +175,7 @@ int mlx_map_string_to_string_get(const char **value, const mlx_map_string_to_str
   if (!map.ctx) return lc_error("mlx_map_string_to_string_get: empty map");
   if (!key) return lc_error("mlx_map_string_to_string_get: key is NULL");
   struct entry *e = find(map.ctx, key);
-  if (!e) return lc_error("mlx_map_string_to_string_get: no key '%s'", key);
+  if (!e) return 2;
   *value = e->str;
   return 0;
 }

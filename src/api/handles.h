@@ -54,6 +54,7 @@ struct lc_closure {
   int (*fun_unary)(mlx_array *, const mlx_array);
   void *payload;
   void (*dtor)(void *);
+  bool user; /* a user function: failures are reported for it */
 };
 
 /* Makes a closure from a payload entry point; used by transforms (compile)

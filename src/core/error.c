@@ -14,6 +14,7 @@ static void (*handler_dtor)(void *);
 
 static _Thread_local char last_msg[1024];
 static _Thread_local int muted;
+static _Thread_local unsigned long reported;
 
 void mlx_set_error_handler(mlx_error_handler_func handler, void *data, void (*dtor)(void *)) {
   pthread_mutex_lock(&handler_lock);
@@ -31,6 +32,7 @@ int lc_error(const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(last_msg, sizeof last_msg, fmt, ap);
   va_end(ap);
+  reported++;
   if (muted > 0) return 1;
   /* The handler runs under the lock so that a concurrent
    * mlx_set_error_handler cannot free its data while it runs. */
@@ -44,6 +46,8 @@ int lc_error(const char *fmt, ...) {
 }
 
 const char *lc_last_error(void) { return last_msg; }
+
+unsigned long lc_error_count(void) { return reported; }
 
 void lc_error_mute(int delta) { muted += delta; }
 

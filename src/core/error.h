@@ -16,6 +16,9 @@ int lc_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The last message reported on this thread ("" if none). */
 const char *lc_last_error(void);
 
+/* How many errors this thread has reported so far (muted ones included). */
+unsigned long lc_error_count(void);
+
 /* While > 0 on this thread, messages are recorded but not handed to the
  * handler (used where a failure is expected and handled internally). */
 void lc_error_mute(int delta);
