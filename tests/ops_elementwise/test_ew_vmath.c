@@ -119,12 +119,15 @@ static void test_through_api(void) {
   for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
     mlx_array r = mlx_array_new();
     CHECK_OK(ops[k].op(&r, x, test_stream()));
+    /* The library's kernels are built with FMA contraction (and run the
+     * AVX2/AVX-512 clone); this file's inline copies are not: agreement is
+     * to 2 ulp, not bitwise. Accuracy itself is checked above. */
     for (int i = 0; i < 37 * 53; i++) ref[i] = ops[k].f(xv[i]);
-    CHECK_CLOSE(r, ref, 37 * 53, 0, 0);
+    CHECK_CLOSE(r, ref, 37 * 53, 2.5e-7, 1e-37);
     CHECK_OK(ops[k].op(&r, t, test_stream()));
     for (int i = 0; i < 53; i++)
       for (int j = 0; j < 37; j++) ref[i * 37 + j] = ops[k].f(xv[j * 53 + i]);
-    CHECK_CLOSE(r, ref, 37 * 53, 0, 0);
+    CHECK_CLOSE(r, ref, 37 * 53, 2.5e-7, 1e-37);
     mlx_array_free(r);
   }
   free(ref);
