@@ -42,4 +42,25 @@ int lc_api_axis(const char *fn, int *axis, int ndim);
  * pointers (*out, *n). Every element must be non-empty. */
 int lc_api_vector_nodes(const char *fn, mlx_vector_array v, struct lc_node ***out, size_t *n);
 
+/* Lists of per-dimension values (shapes, axes, strides, ...) have at most
+ * LC_API_MAX_DIMS entries, which bounds the stack arrays sized by them. */
+#define LC_API_MAX_DIMS 4096
+
+/* Checks a (pointer, count) list argument: non-NULL when n > 0, n <= max.
+ * 0, or 1 after reporting. */
+int lc_api_check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max);
+static inline int lc_api_check_list(const char *fn, const char *what, const void *p, size_t n) {
+  return lc_api_check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
+}
+
+/* The common start of a one-array op: res non-NULL, a non-empty, s valid;
+ * *x = a's node. 0, or 1 after reporting. */
+int lc_api_prologue(const char *fn, mlx_array *res, mlx_array a, mlx_stream s, struct lc_node **x);
+
+/* The same checks as a statement, for functions that read `s` and `a`. */
+#define LC_API_PROLOGUE(fn, res, a) \
+  LC_CHECK_RES(fn, res);            \
+  LC_CHECK_ARR(fn, a);              \
+  if (lc_api_check_stream(fn, s)) return 1
+
 #endif

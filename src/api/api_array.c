@@ -27,6 +27,20 @@ int lc_api_axis(const char *fn, int *axis, int ndim) {
   return 0;
 }
 
+int lc_api_check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
+  if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
+  if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
+  return 0;
+}
+
+int lc_api_prologue(const char *fn, mlx_array *res, mlx_array a, mlx_stream s, struct lc_node **x) {
+  if (!res) return lc_error("%s: result pointer 'res' is NULL", fn);
+  if (!a.ctx) return lc_error("%s: argument 'a' is an empty array", fn);
+  if (lc_api_check_stream(fn, s)) return 1;
+  *x = lc_arr(a);
+  return 0;
+}
+
 size_t mlx_dtype_size(mlx_dtype dtype) { return lc_dtype_size(dtype); }
 
 mlx_array mlx_array_new(void) { return (mlx_array){NULL}; }

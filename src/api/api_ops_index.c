@@ -6,47 +6,30 @@
 #include "api/api.h"
 #include "ops/index.h"
 
-static int check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
-  if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
-  if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
-  return 0;
-}
-
-/* Lists of per-dimension values (shapes, axes, strides, ...): at most
- * LC_API_MAX_DIMS entries, which bounds the stack arrays sized by them. */
-#define LC_API_MAX_DIMS 4096
-static int check_list(const char *fn, const char *what, const void *p, size_t n) {
-  return check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
-}
-
-#define API_PROLOGUE(fn, res, a) \
-  LC_CHECK_RES(fn, res);         \
-  LC_CHECK_ARR(fn, a);           \
-  if (lc_api_check_stream(fn, s)) return 1
 
 int mlx_take_axis(mlx_array *res, const mlx_array a, const mlx_array indices, int axis,
                   const mlx_stream s) {
-  API_PROLOGUE("mlx_take_axis", res, a);
+  LC_API_PROLOGUE("mlx_take_axis", res, a);
   LC_CHECK_ARR("mlx_take_axis", indices);
   return lc_api_set(res, lc_take(lc_arr(a), lc_arr(indices), axis));
 }
 
 int mlx_take(mlx_array *res, const mlx_array a, const mlx_array indices, const mlx_stream s) {
-  API_PROLOGUE("mlx_take", res, a);
+  LC_API_PROLOGUE("mlx_take", res, a);
   LC_CHECK_ARR("mlx_take", indices);
   return lc_api_set(res, lc_take_flat(lc_arr(a), lc_arr(indices)));
 }
 
 int mlx_take_along_axis(mlx_array *res, const mlx_array a, const mlx_array indices, int axis,
                         const mlx_stream s) {
-  API_PROLOGUE("mlx_take_along_axis", res, a);
+  LC_API_PROLOGUE("mlx_take_along_axis", res, a);
   LC_CHECK_ARR("mlx_take_along_axis", indices);
   return lc_api_set(res, lc_take_along_axis(lc_arr(a), lc_arr(indices), axis));
 }
 
 int mlx_put_along_axis(mlx_array *res, const mlx_array a, const mlx_array indices,
                        const mlx_array values, int axis, const mlx_stream s) {
-  API_PROLOGUE("mlx_put_along_axis", res, a);
+  LC_API_PROLOGUE("mlx_put_along_axis", res, a);
   LC_CHECK_ARR("mlx_put_along_axis", indices);
   LC_CHECK_ARR("mlx_put_along_axis", values);
   return lc_api_set(
@@ -55,7 +38,7 @@ int mlx_put_along_axis(mlx_array *res, const mlx_array a, const mlx_array indice
 
 int mlx_scatter_add_axis(mlx_array *res, const mlx_array a, const mlx_array indices,
                          const mlx_array values, int axis, const mlx_stream s) {
-  API_PROLOGUE("mlx_scatter_add_axis", res, a);
+  LC_API_PROLOGUE("mlx_scatter_add_axis", res, a);
   LC_CHECK_ARR("mlx_scatter_add_axis", indices);
   LC_CHECK_ARR("mlx_scatter_add_axis", values);
   return lc_api_set(
@@ -65,9 +48,9 @@ int mlx_scatter_add_axis(mlx_array *res, const mlx_array a, const mlx_array indi
 int mlx_gather(mlx_array *res, const mlx_array a, const mlx_vector_array indices, const int *axes,
                size_t axes_num, const int *slice_sizes, size_t slice_sizes_num,
                const mlx_stream s) {
-  API_PROLOGUE("mlx_gather", res, a);
-  if (check_list("mlx_gather", "axes", axes, axes_num) ||
-      check_list("mlx_gather", "slice_sizes", slice_sizes, slice_sizes_num))
+  LC_API_PROLOGUE("mlx_gather", res, a);
+  if (lc_api_check_list("mlx_gather", "axes", axes, axes_num) ||
+      lc_api_check_list("mlx_gather", "slice_sizes", slice_sizes, slice_sizes_num))
     return 1;
   struct lc_node **idx;
   size_t n;
@@ -87,9 +70,9 @@ int mlx_gather(mlx_array *res, const mlx_array a, const mlx_vector_array indices
 
 int mlx_gather_single(mlx_array *res, const mlx_array a, const mlx_array indices, int axis,
                       const int *slice_sizes, size_t slice_sizes_num, const mlx_stream s) {
-  API_PROLOGUE("mlx_gather_single", res, a);
+  LC_API_PROLOGUE("mlx_gather_single", res, a);
   LC_CHECK_ARR("mlx_gather_single", indices);
-  if (check_list("mlx_gather_single", "slice_sizes", slice_sizes, slice_sizes_num)) return 1;
+  if (lc_api_check_list("mlx_gather_single", "slice_sizes", slice_sizes, slice_sizes_num)) return 1;
   if (slice_sizes_num != (size_t)lc_arr(a)->ndim)
     return lc_error("mlx_gather_single: got %zu slice sizes for an array with %d dimensions",
                     slice_sizes_num, lc_arr(a)->ndim);
@@ -100,9 +83,9 @@ int mlx_gather_single(mlx_array *res, const mlx_array a, const mlx_array indices
 static int scatter_impl(const char *fn, mlx_array *res, mlx_array a, mlx_vector_array indices,
                         mlx_array updates, const int *axes, size_t axes_num, mlx_stream s,
                         enum lc_scatter_mode mode) {
-  API_PROLOGUE(fn, res, a);
+  LC_API_PROLOGUE(fn, res, a);
   LC_CHECK_ARR(fn, updates);
-  if (check_list(fn, "axes", axes, axes_num)) return 1;
+  if (lc_api_check_list(fn, "axes", axes, axes_num)) return 1;
   struct lc_node **idx;
   size_t n;
   if (lc_api_vector_nodes(fn, indices, &idx, &n)) return 1;
@@ -119,7 +102,7 @@ static int scatter_impl(const char *fn, mlx_array *res, mlx_array a, mlx_vector_
 static int scatter_single_impl(const char *fn, mlx_array *res, mlx_array a, mlx_array indices,
                                mlx_array updates, int axis, mlx_stream s,
                                enum lc_scatter_mode mode) {
-  API_PROLOGUE(fn, res, a);
+  LC_API_PROLOGUE(fn, res, a);
   LC_CHECK_ARR(fn, indices);
   LC_CHECK_ARR(fn, updates);
   struct lc_node *ix = lc_arr(indices);
@@ -145,10 +128,10 @@ static int slice_update_impl(const char *fn, mlx_array *res, mlx_array src, mlx_
                              const int *start, size_t start_num, const int *stop, size_t stop_num,
                              const int *strides, size_t strides_num, mlx_stream s,
                              enum lc_scatter_mode mode) {
-  API_PROLOGUE(fn, res, src);
+  LC_API_PROLOGUE(fn, res, src);
   LC_CHECK_ARR(fn, update);
-  if (check_list(fn, "start", start, start_num) || check_list(fn, "stop", stop, stop_num) ||
-      check_list(fn, "strides", strides, strides_num))
+  if (lc_api_check_list(fn, "start", start, start_num) || lc_api_check_list(fn, "stop", stop, stop_num) ||
+      lc_api_check_list(fn, "strides", strides, strides_num))
     return 1;
   size_t nd = (size_t)lc_arr(src)->ndim;
   if (start_num != nd || stop_num != nd || strides_num != nd)
@@ -175,10 +158,10 @@ SLICE_UPDATE_FN(slice_update_min, LC_SCATTER_MIN)
 int mlx_slice_dynamic(mlx_array *res, const mlx_array a, const mlx_array start, const int *axes,
                       size_t axes_num, const int *slice_size, size_t slice_size_num,
                       const mlx_stream s) {
-  API_PROLOGUE("mlx_slice_dynamic", res, a);
+  LC_API_PROLOGUE("mlx_slice_dynamic", res, a);
   LC_CHECK_ARR("mlx_slice_dynamic", start);
-  if (check_list("mlx_slice_dynamic", "axes", axes, axes_num) ||
-      check_list("mlx_slice_dynamic", "slice_size", slice_size, slice_size_num))
+  if (lc_api_check_list("mlx_slice_dynamic", "axes", axes, axes_num) ||
+      lc_api_check_list("mlx_slice_dynamic", "slice_size", slice_size, slice_size_num))
     return 1;
   if (slice_size_num != (size_t)lc_arr(a)->ndim)
     return lc_error(
@@ -192,17 +175,17 @@ int mlx_slice_dynamic(mlx_array *res, const mlx_array a, const mlx_array start, 
 int mlx_slice_update_dynamic(mlx_array *res, const mlx_array src, const mlx_array update,
                              const mlx_array start, const int *axes, size_t axes_num,
                              const mlx_stream s) {
-  API_PROLOGUE("mlx_slice_update_dynamic", res, src);
+  LC_API_PROLOGUE("mlx_slice_update_dynamic", res, src);
   LC_CHECK_ARR("mlx_slice_update_dynamic", update);
   LC_CHECK_ARR("mlx_slice_update_dynamic", start);
-  if (check_list("mlx_slice_update_dynamic", "axes", axes, axes_num)) return 1;
+  if (lc_api_check_list("mlx_slice_update_dynamic", "axes", axes, axes_num)) return 1;
   return lc_api_set(res, lc_slice_update_dynamic(lc_arr(src), lc_arr(update), lc_arr(start),
                                                  (int)axes_num, axes));
 }
 
 int mlx_masked_scatter(mlx_array *res, const mlx_array a, const mlx_array mask, const mlx_array src,
                        const mlx_stream s) {
-  API_PROLOGUE("mlx_masked_scatter", res, a);
+  LC_API_PROLOGUE("mlx_masked_scatter", res, a);
   LC_CHECK_ARR("mlx_masked_scatter", mask);
   LC_CHECK_ARR("mlx_masked_scatter", src);
   return lc_api_set(res, lc_masked_scatter(lc_arr(a), lc_arr(mask), lc_arr(src)));

@@ -6,14 +6,6 @@
 #include "ops/softmax.h"
 
 /* Validates the common arguments; on success *x is the input node. */
-static int prologue(const char *fn, mlx_array *res, mlx_array a, mlx_stream s,
-                    struct lc_node **x) {
-  if (!res) return lc_error("%s: result pointer 'res' is NULL", fn);
-  if (!a.ctx) return lc_error("%s: argument 'a' is an empty array", fn);
-  if (lc_api_check_stream(fn, s)) return 1;
-  *x = lc_arr(a);
-  return 0;
-}
 
 /* Every axis of x, for the plain variants (at most LC_RPLAN_MAXD). */
 static int all_axes(const char *fn, const struct lc_node *x, int *axes) {
@@ -28,21 +20,21 @@ static int reduce_all(const char *fn, int kind, mlx_array *res, mlx_array a, boo
                       int ddof, mlx_stream s) {
   struct lc_node *x = NULL;
   int axes[LC_RPLAN_MAXD];
-  if (prologue(fn, res, a, s, &x) || all_axes(fn, x, axes)) return 1;
+  if (lc_api_prologue(fn, res, a, s, &x) || all_axes(fn, x, axes)) return 1;
   return lc_api_set(res, lc_reduce(fn, kind, x, axes, x->ndim, keepdims, ddof));
 }
 
 static int reduce_axis(const char *fn, int kind, mlx_array *res, mlx_array a, int axis,
                        bool keepdims, int ddof, mlx_stream s) {
   struct lc_node *x = NULL;
-  if (prologue(fn, res, a, s, &x) || lc_api_axis(fn, &axis, x->ndim)) return 1;
+  if (lc_api_prologue(fn, res, a, s, &x) || lc_api_axis(fn, &axis, x->ndim)) return 1;
   return lc_api_set(res, lc_reduce(fn, kind, x, &axis, 1, keepdims, ddof));
 }
 
 static int reduce_axes(const char *fn, int kind, mlx_array *res, mlx_array a, const int *axes,
                        size_t naxes, bool keepdims, int ddof, mlx_stream s) {
   struct lc_node *x = NULL;
-  if (prologue(fn, res, a, s, &x)) return 1;
+  if (lc_api_prologue(fn, res, a, s, &x)) return 1;
   if (naxes > 0 && !axes) return lc_error("%s: axes is NULL", fn);
   if (naxes > (size_t)x->ndim)
     return lc_error("%s: %zu axes given for an array with %d dimensions", fn, naxes, x->ndim);
@@ -91,13 +83,13 @@ DDOF_API(std, LC_RED_STD)
 #define ARG_API(NAME, ALL, AXIS)                                                               \
   int mlx_##NAME(mlx_array *res, const mlx_array a, bool keepdims, const mlx_stream s) {       \
     struct lc_node *x = NULL;                                                                  \
-    if (prologue("mlx_" #NAME, res, a, s, &x)) return 1;                                       \
+    if (lc_api_prologue("mlx_" #NAME, res, a, s, &x)) return 1;                                       \
     return lc_api_set(res, ALL(x, keepdims));                                                  \
   }                                                                                            \
   int mlx_##NAME##_axis(mlx_array *res, const mlx_array a, int axis, bool keepdims,            \
                         const mlx_stream s) {                                                  \
     struct lc_node *x = NULL;                                                                  \
-    if (prologue("mlx_" #NAME "_axis", res, a, s, &x) ||                                       \
+    if (lc_api_prologue("mlx_" #NAME "_axis", res, a, s, &x) ||                                       \
         lc_api_axis("mlx_" #NAME "_axis", &axis, x->ndim))                                     \
       return 1;                                                                                \
     return lc_api_set(res, AXIS(x, axis, keepdims));                                           \
@@ -112,7 +104,7 @@ ARG_API(argmin, lc_argmin_all, lc_argmin)
   int mlx_##NAME(mlx_array *res, const mlx_array a, int axis, bool reverse, bool inclusive, \
                  const mlx_stream s) {                                                      \
     struct lc_node *x = NULL;                                                                  \
-    if (prologue("mlx_" #NAME, res, a, s, &x) || lc_api_axis("mlx_" #NAME, &axis, x->ndim)) \
+    if (lc_api_prologue("mlx_" #NAME, res, a, s, &x) || lc_api_axis("mlx_" #NAME, &axis, x->ndim)) \
       return 1;                                                                             \
     return lc_api_set(res, lc_scan("mlx_" #NAME, KIND, x, axis, reverse, inclusive));       \
   }
@@ -128,14 +120,14 @@ SCAN_API(logcumsumexp, LC_SCAN_LOGADDEXP)
 int mlx_softmax(mlx_array *res, const mlx_array a, bool precise, const mlx_stream s) {
   struct lc_node *x = NULL;
   int axes[LC_RPLAN_MAXD];
-  if (prologue("mlx_softmax", res, a, s, &x) || all_axes("mlx_softmax", x, axes)) return 1;
+  if (lc_api_prologue("mlx_softmax", res, a, s, &x) || all_axes("mlx_softmax", x, axes)) return 1;
   return lc_api_set(res, lc_softmax_fn("mlx_softmax", x, axes, x->ndim, precise));
 }
 
 int mlx_softmax_axis(mlx_array *res, const mlx_array a, int axis, bool precise,
                      const mlx_stream s) {
   struct lc_node *x = NULL;
-  if (prologue("mlx_softmax_axis", res, a, s, &x) ||
+  if (lc_api_prologue("mlx_softmax_axis", res, a, s, &x) ||
       lc_api_axis("mlx_softmax_axis", &axis, x->ndim))
     return 1;
   return lc_api_set(res, lc_softmax_fn("mlx_softmax_axis", x, &axis, 1, precise));
@@ -144,7 +136,7 @@ int mlx_softmax_axis(mlx_array *res, const mlx_array a, int axis, bool precise,
 int mlx_softmax_axes(mlx_array *res, const mlx_array a, const int *axes, size_t naxes,
                      bool precise, const mlx_stream s) {
   struct lc_node *x = NULL;
-  if (prologue("mlx_softmax_axes", res, a, s, &x)) return 1;
+  if (lc_api_prologue("mlx_softmax_axes", res, a, s, &x)) return 1;
   if (naxes > 0 && !axes) return lc_error("mlx_softmax_axes: axes is NULL");
   if (naxes > (size_t)x->ndim)
     return lc_error("mlx_softmax_axes: %zu axes given for an array with %d dimensions", naxes,

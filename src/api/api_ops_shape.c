@@ -13,77 +13,60 @@
 
 /* Checks a (pointer, count) list argument: non-NULL when count > 0 and a
  * count that fits an int. */
-static int check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
-  if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
-  if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
-  return 0;
-}
-
-/* Lists of per-dimension values (shapes, axes, strides, ...): at most
- * LC_API_MAX_DIMS entries, which bounds the stack arrays sized by them. */
-#define LC_API_MAX_DIMS 4096
-static int check_list(const char *fn, const char *what, const void *p, size_t n) {
-  return check_list_max(fn, what, p, n, LC_API_MAX_DIMS);
-}
-
-#define API_PROLOGUE(fn, res, a) \
-  LC_CHECK_RES(fn, res);         \
-  LC_CHECK_ARR(fn, a);           \
-  if (lc_api_check_stream(fn, s)) return 1
 
 int mlx_reshape(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
                 const mlx_stream s) {
-  API_PROLOGUE("mlx_reshape", res, a);
-  if (check_list("mlx_reshape", "shape", shape, shape_num)) return 1;
+  LC_API_PROLOGUE("mlx_reshape", res, a);
+  if (lc_api_check_list("mlx_reshape", "shape", shape, shape_num)) return 1;
   return lc_api_set(res, lc_reshape(lc_arr(a), (int)shape_num, shape));
 }
 
 int mlx_flatten(mlx_array *res, const mlx_array a, int start_axis, int end_axis,
                 const mlx_stream s) {
-  API_PROLOGUE("mlx_flatten", res, a);
+  LC_API_PROLOGUE("mlx_flatten", res, a);
   return lc_api_set(res, lc_flatten(lc_arr(a), start_axis, end_axis));
 }
 
 int mlx_unflatten(mlx_array *res, const mlx_array a, int axis, const int *shape, size_t shape_num,
                   const mlx_stream s) {
-  API_PROLOGUE("mlx_unflatten", res, a);
-  if (check_list("mlx_unflatten", "shape", shape, shape_num)) return 1;
+  LC_API_PROLOGUE("mlx_unflatten", res, a);
+  if (lc_api_check_list("mlx_unflatten", "shape", shape, shape_num)) return 1;
   return lc_api_set(res, lc_unflatten(lc_arr(a), axis, (int)shape_num, shape));
 }
 
 int mlx_squeeze_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
                      const mlx_stream s) {
-  API_PROLOGUE("mlx_squeeze_axes", res, a);
-  if (check_list("mlx_squeeze_axes", "axes", axes, axes_num)) return 1;
+  LC_API_PROLOGUE("mlx_squeeze_axes", res, a);
+  if (lc_api_check_list("mlx_squeeze_axes", "axes", axes, axes_num)) return 1;
   return lc_api_set(res, lc_squeeze(lc_arr(a), (int)axes_num, axes));
 }
 
 int mlx_squeeze_axis(mlx_array *res, const mlx_array a, int axis, const mlx_stream s) {
-  API_PROLOGUE("mlx_squeeze_axis", res, a);
+  LC_API_PROLOGUE("mlx_squeeze_axis", res, a);
   return lc_api_set(res, lc_squeeze(lc_arr(a), 1, &axis));
 }
 
 int mlx_squeeze(mlx_array *res, const mlx_array a, const mlx_stream s) {
-  API_PROLOGUE("mlx_squeeze", res, a);
+  LC_API_PROLOGUE("mlx_squeeze", res, a);
   return lc_api_set(res, lc_squeeze_all(lc_arr(a)));
 }
 
 int mlx_expand_dims_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
                          const mlx_stream s) {
-  API_PROLOGUE("mlx_expand_dims_axes", res, a);
-  if (check_list("mlx_expand_dims_axes", "axes", axes, axes_num)) return 1;
+  LC_API_PROLOGUE("mlx_expand_dims_axes", res, a);
+  if (lc_api_check_list("mlx_expand_dims_axes", "axes", axes, axes_num)) return 1;
   return lc_api_set(res, lc_expand_dims(lc_arr(a), (int)axes_num, axes));
 }
 
 int mlx_expand_dims(mlx_array *res, const mlx_array a, int axis, const mlx_stream s) {
-  API_PROLOGUE("mlx_expand_dims", res, a);
+  LC_API_PROLOGUE("mlx_expand_dims", res, a);
   return lc_api_set(res, lc_expand_dims(lc_arr(a), 1, &axis));
 }
 
 int mlx_transpose_axes(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
                        const mlx_stream s) {
-  API_PROLOGUE("mlx_transpose_axes", res, a);
-  if (check_list("mlx_transpose_axes", "axes", axes, axes_num)) return 1;
+  LC_API_PROLOGUE("mlx_transpose_axes", res, a);
+  if (lc_api_check_list("mlx_transpose_axes", "axes", axes, axes_num)) return 1;
   if (axes_num != (size_t)lc_arr(a)->ndim)
     return lc_error("mlx_transpose_axes: received %zu axes for an array with %d dimensions",
                     axes_num, lc_arr(a)->ndim);
@@ -91,25 +74,25 @@ int mlx_transpose_axes(mlx_array *res, const mlx_array a, const int *axes, size_
 }
 
 int mlx_transpose(mlx_array *res, const mlx_array a, const mlx_stream s) {
-  API_PROLOGUE("mlx_transpose", res, a);
+  LC_API_PROLOGUE("mlx_transpose", res, a);
   return lc_api_set(res, lc_transpose_all(lc_arr(a)));
 }
 
 int mlx_swapaxes(mlx_array *res, const mlx_array a, int axis1, int axis2, const mlx_stream s) {
-  API_PROLOGUE("mlx_swapaxes", res, a);
+  LC_API_PROLOGUE("mlx_swapaxes", res, a);
   return lc_api_set(res, lc_swapaxes(lc_arr(a), axis1, axis2));
 }
 
 int mlx_moveaxis(mlx_array *res, const mlx_array a, int source, int destination,
                  const mlx_stream s) {
-  API_PROLOGUE("mlx_moveaxis", res, a);
+  LC_API_PROLOGUE("mlx_moveaxis", res, a);
   return lc_api_set(res, lc_moveaxis(lc_arr(a), source, destination));
 }
 
 int mlx_broadcast_to(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
                      const mlx_stream s) {
-  API_PROLOGUE("mlx_broadcast_to", res, a);
-  if (check_list("mlx_broadcast_to", "shape", shape, shape_num)) return 1;
+  LC_API_PROLOGUE("mlx_broadcast_to", res, a);
+  if (lc_api_check_list("mlx_broadcast_to", "shape", shape, shape_num)) return 1;
   for (size_t i = 0; i < shape_num; i++)
     if (shape[i] < 0) return lc_error("mlx_broadcast_to: negative dimensions not allowed");
   return lc_api_set(res, lc_broadcast_to(lc_arr(a), (int)shape_num, shape));
@@ -143,9 +126,9 @@ int mlx_broadcast_arrays(mlx_vector_array *res, const mlx_vector_array inputs, c
 
 int mlx_as_strided(mlx_array *res, const mlx_array a, const int *shape, size_t shape_num,
                    const int64_t *strides, size_t strides_num, size_t offset, const mlx_stream s) {
-  API_PROLOGUE("mlx_as_strided", res, a);
-  if (check_list("mlx_as_strided", "shape", shape, shape_num) ||
-      check_list("mlx_as_strided", "strides", strides, strides_num))
+  LC_API_PROLOGUE("mlx_as_strided", res, a);
+  if (lc_api_check_list("mlx_as_strided", "shape", shape, shape_num) ||
+      lc_api_check_list("mlx_as_strided", "strides", strides, strides_num))
     return 1;
   if (shape_num != strides_num)
     return lc_error("mlx_as_strided: shape has %zu entries but strides has %zu", shape_num,
@@ -158,10 +141,10 @@ int mlx_as_strided(mlx_array *res, const mlx_array a, const int *shape, size_t s
 int mlx_slice(mlx_array *res, const mlx_array a, const int *start, size_t start_num,
               const int *stop, size_t stop_num, const int *strides, size_t strides_num,
               const mlx_stream s) {
-  API_PROLOGUE("mlx_slice", res, a);
-  if (check_list("mlx_slice", "start", start, start_num) ||
-      check_list("mlx_slice", "stop", stop, stop_num) ||
-      check_list("mlx_slice", "strides", strides, strides_num))
+  LC_API_PROLOGUE("mlx_slice", res, a);
+  if (lc_api_check_list("mlx_slice", "start", start, start_num) ||
+      lc_api_check_list("mlx_slice", "stop", stop, stop_num) ||
+      lc_api_check_list("mlx_slice", "strides", strides, strides_num))
     return 1;
   size_t nd = (size_t)lc_arr(a)->ndim;
   if (start_num != nd || stop_num != nd || strides_num != nd)
@@ -181,8 +164,8 @@ static int set_vector(mlx_vector_array *res, struct lc_node **out, size_t n) {
 
 int mlx_split_sections(mlx_vector_array *res, const mlx_array a, const int *indices,
                        size_t indices_num, int axis, const mlx_stream s) {
-  API_PROLOGUE("mlx_split_sections", res, a);
-  if (check_list_max("mlx_split_sections", "indices", indices, indices_num, INT_MAX - 1)) return 1;
+  LC_API_PROLOGUE("mlx_split_sections", res, a);
+  if (lc_api_check_list_max("mlx_split_sections", "indices", indices, indices_num, INT_MAX - 1)) return 1;
   struct lc_node **out = malloc(sizeof *out * (indices_num + 1));
   if (!out) return lc_error("out of memory");
   int rc = lc_split_sections(lc_arr(a), (int)indices_num, indices, axis, out);
@@ -193,7 +176,7 @@ int mlx_split_sections(mlx_vector_array *res, const mlx_array a, const int *indi
 
 int mlx_split(mlx_vector_array *res, const mlx_array a, int num_splits, int axis,
               const mlx_stream s) {
-  API_PROLOGUE("mlx_split", res, a);
+  LC_API_PROLOGUE("mlx_split", res, a);
   struct lc_node *x = lc_arr(a);
   if (lc_api_axis("mlx_split", &axis, x->ndim)) return 1;
   if (num_splits <= 0)
@@ -220,27 +203,27 @@ int mlx_split(mlx_vector_array *res, const mlx_array a, int num_splits, int axis
 
 int mlx_diagonal(mlx_array *res, const mlx_array a, int offset, int axis1, int axis2,
                  const mlx_stream s) {
-  API_PROLOGUE("mlx_diagonal", res, a);
+  LC_API_PROLOGUE("mlx_diagonal", res, a);
   return lc_api_set(res, lc_diagonal(lc_arr(a), offset, axis1, axis2));
 }
 
 int mlx_atleast_1d(mlx_array *res, const mlx_array a, const mlx_stream s) {
-  API_PROLOGUE("mlx_atleast_1d", res, a);
+  LC_API_PROLOGUE("mlx_atleast_1d", res, a);
   return lc_api_set(res, lc_atleast(lc_arr(a), 1));
 }
 
 int mlx_atleast_2d(mlx_array *res, const mlx_array a, const mlx_stream s) {
-  API_PROLOGUE("mlx_atleast_2d", res, a);
+  LC_API_PROLOGUE("mlx_atleast_2d", res, a);
   return lc_api_set(res, lc_atleast(lc_arr(a), 2));
 }
 
 int mlx_atleast_3d(mlx_array *res, const mlx_array a, const mlx_stream s) {
-  API_PROLOGUE("mlx_atleast_3d", res, a);
+  LC_API_PROLOGUE("mlx_atleast_3d", res, a);
   return lc_api_set(res, lc_atleast(lc_arr(a), 3));
 }
 
 int mlx_contiguous(mlx_array *res, const mlx_array a, bool allow_col_major, const mlx_stream s) {
-  API_PROLOGUE("mlx_contiguous", res, a);
+  LC_API_PROLOGUE("mlx_contiguous", res, a);
   return lc_api_set(res, lc_contiguous(lc_arr(a), allow_col_major));
 }
 
@@ -297,10 +280,10 @@ int mlx_pad(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
             const int *low_pad_size, size_t low_pad_size_num, const int *high_pad_size,
             size_t high_pad_size_num, const mlx_array pad_value, const char *mode,
             const mlx_stream s) {
-  API_PROLOGUE("mlx_pad", res, a);
-  if (check_list("mlx_pad", "axes", axes, axes_num) ||
-      check_list("mlx_pad", "low_pad_size", low_pad_size, low_pad_size_num) ||
-      check_list("mlx_pad", "high_pad_size", high_pad_size, high_pad_size_num))
+  LC_API_PROLOGUE("mlx_pad", res, a);
+  if (lc_api_check_list("mlx_pad", "axes", axes, axes_num) ||
+      lc_api_check_list("mlx_pad", "low_pad_size", low_pad_size, low_pad_size_num) ||
+      lc_api_check_list("mlx_pad", "high_pad_size", high_pad_size, high_pad_size_num))
     return 1;
   if (axes_num != low_pad_size_num || axes_num != high_pad_size_num)
     return lc_error("mlx_pad: invalid number of padding sizes (%zu low, %zu high) for %zu axes",
@@ -311,7 +294,7 @@ int mlx_pad(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
 
 int mlx_pad_symmetric(mlx_array *res, const mlx_array a, int pad_width, const mlx_array pad_value,
                       const char *mode, const mlx_stream s) {
-  API_PROLOGUE("mlx_pad_symmetric", res, a);
+  LC_API_PROLOGUE("mlx_pad_symmetric", res, a);
   int nd = lc_arr(a)->ndim;
   int axes[nd > 0 ? nd : 1], w[nd > 0 ? nd : 1];
   for (int i = 0; i < nd; i++) {
@@ -323,19 +306,19 @@ int mlx_pad_symmetric(mlx_array *res, const mlx_array a, int pad_width, const ml
 
 int mlx_tile(mlx_array *res, const mlx_array arr, const int *reps, size_t reps_num,
              const mlx_stream s) {
-  API_PROLOGUE("mlx_tile", res, arr);
-  if (check_list("mlx_tile", "reps", reps, reps_num)) return 1;
+  LC_API_PROLOGUE("mlx_tile", res, arr);
+  if (lc_api_check_list("mlx_tile", "reps", reps, reps_num)) return 1;
   return lc_api_set(res, lc_tile(lc_arr(arr), (int)reps_num, reps));
 }
 
 int mlx_repeat_axis(mlx_array *res, const mlx_array arr, int repeats, int axis,
                     const mlx_stream s) {
-  API_PROLOGUE("mlx_repeat_axis", res, arr);
+  LC_API_PROLOGUE("mlx_repeat_axis", res, arr);
   return lc_api_set(res, lc_repeat(lc_arr(arr), repeats, axis));
 }
 
 int mlx_repeat(mlx_array *res, const mlx_array arr, int repeats, const mlx_stream s) {
-  API_PROLOGUE("mlx_repeat", res, arr);
+  LC_API_PROLOGUE("mlx_repeat", res, arr);
   struct lc_node *f = lc_flatten(lc_arr(arr), 0, -1);
   if (!f) return 1;
   struct lc_node *r = lc_repeat(f, repeats, 0);
@@ -346,7 +329,7 @@ int mlx_repeat(mlx_array *res, const mlx_array arr, int repeats, const mlx_strea
 /* Sum of shifts, as MLX does when one axis (or the flattened array) gets
  * several shifts. */
 static int sum_shifts(const char *fn, const int *shift, size_t n, int *out) {
-  if (check_list(fn, "shift", shift, n)) return 1;
+  if (lc_api_check_list(fn, "shift", shift, n)) return 1;
   int64_t t = 0;
   for (size_t i = 0; i < n; i++) t += shift[i];
   if (t > INT_MAX || t < INT_MIN) return lc_error("%s: total shift is too large", fn);
@@ -356,7 +339,7 @@ static int sum_shifts(const char *fn, const int *shift, size_t n, int *out) {
 
 int mlx_roll(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num,
              const mlx_stream s) {
-  API_PROLOGUE("mlx_roll", res, a);
+  LC_API_PROLOGUE("mlx_roll", res, a);
   int sh, ax = 0;
   if (sum_shifts("mlx_roll", shift, shift_num, &sh)) return 1;
   struct lc_node *x = lc_arr(a), *f = lc_flatten(x, 0, -1);
@@ -369,7 +352,7 @@ int mlx_roll(mlx_array *res, const mlx_array a, const int *shift, size_t shift_n
 
 int mlx_roll_axis(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num, int axis,
                   const mlx_stream s) {
-  API_PROLOGUE("mlx_roll_axis", res, a);
+  LC_API_PROLOGUE("mlx_roll_axis", res, a);
   int sh;
   if (sum_shifts("mlx_roll_axis", shift, shift_num, &sh)) return 1;
   return lc_api_set(res, lc_roll(lc_arr(a), 1, &axis, &sh));
@@ -377,9 +360,9 @@ int mlx_roll_axis(mlx_array *res, const mlx_array a, const int *shift, size_t sh
 
 int mlx_roll_axes(mlx_array *res, const mlx_array a, const int *shift, size_t shift_num,
                   const int *axes, size_t axes_num, const mlx_stream s) {
-  API_PROLOGUE("mlx_roll_axes", res, a);
-  if (check_list("mlx_roll_axes", "shift", shift, shift_num) ||
-      check_list("mlx_roll_axes", "axes", axes, axes_num))
+  LC_API_PROLOGUE("mlx_roll_axes", res, a);
+  if (lc_api_check_list("mlx_roll_axes", "shift", shift, shift_num) ||
+      lc_api_check_list("mlx_roll_axes", "axes", axes, axes_num))
     return 1;
   if (shift_num < axes_num)
     return lc_error(
@@ -390,7 +373,7 @@ int mlx_roll_axes(mlx_array *res, const mlx_array a, const int *shift, size_t sh
 }
 
 int mlx_diag(mlx_array *res, const mlx_array a, int k, const mlx_stream s) {
-  API_PROLOGUE("mlx_diag", res, a);
+  LC_API_PROLOGUE("mlx_diag", res, a);
   return lc_api_set(res, lc_diag(lc_arr(a), k));
 }
 
@@ -444,7 +427,7 @@ int mlx_meshgrid(mlx_vector_array *res, const mlx_vector_array arrays, bool spar
 
 int mlx_trace(mlx_array *res, const mlx_array a, int offset, int axis1, int axis2, mlx_dtype dtype,
               const mlx_stream s) {
-  API_PROLOGUE("mlx_trace", res, a);
+  LC_API_PROLOGUE("mlx_trace", res, a);
   struct lc_node *x = lc_arr(a);
   if (x->ndim < 2)
     return lc_error("mlx_trace: array must have at least two dimensions, but got %d dimensions",
@@ -461,7 +444,7 @@ int mlx_trace(mlx_array *res, const mlx_array a, int offset, int axis1, int axis
 /* kron(a, b): a's axes interleaved with b's (both right-aligned to the
  * larger rank), multiplied with broadcasting, then merged pairwise. */
 int mlx_kron(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_stream s) {
-  API_PROLOGUE("mlx_kron", res, a);
+  LC_API_PROLOGUE("mlx_kron", res, a);
   LC_CHECK_ARR("mlx_kron", b);
   struct lc_node *x = lc_arr(a), *y = lc_arr(b);
   if (x->size == 0 || y->size == 0) return lc_error("mlx_kron: input arrays cannot be empty");
@@ -492,8 +475,8 @@ int mlx_kron(mlx_array *res, const mlx_array a, const mlx_array b, const mlx_str
  * dtype, known at build time. */
 int mlx_number_of_elements(mlx_array *res, const mlx_array a, const int *axes, size_t axes_num,
                            bool inverted, mlx_dtype dtype, const mlx_stream s) {
-  API_PROLOGUE("mlx_number_of_elements", res, a);
-  if (check_list("mlx_number_of_elements", "axes", axes, axes_num)) return 1;
+  LC_API_PROLOGUE("mlx_number_of_elements", res, a);
+  if (lc_api_check_list("mlx_number_of_elements", "axes", axes, axes_num)) return 1;
   struct lc_node *x = lc_arr(a);
   double numel = 1;
   for (size_t i = 0; i < axes_num; i++) {
@@ -507,8 +490,8 @@ int mlx_number_of_elements(mlx_array *res, const mlx_array a, const int *axes, s
 
 static int fftshift_impl(const char *fn, mlx_array *res, mlx_array a, const int *axes,
                          size_t axes_num, bool inverse, mlx_stream s) {
-  API_PROLOGUE(fn, res, a);
-  if (check_list(fn, "axes", axes, axes_num)) return 1;
+  LC_API_PROLOGUE(fn, res, a);
+  if (lc_api_check_list(fn, "axes", axes, axes_num)) return 1;
   struct lc_node *x = lc_arr(a);
   int n = (int)axes_num, ax[n > 0 ? n : 1], sh[n > 0 ? n : 1];
   for (int i = 0; i < n; i++) {

@@ -3,23 +3,15 @@
 #include "api/api.h"
 #include "ops/sort.h"
 
-static int prologue(const char *fn, mlx_array *res, mlx_array a, mlx_stream s,
-                    struct lc_node **x) {
-  if (!res) return lc_error("%s: result pointer 'res' is NULL", fn);
-  if (!a.ctx) return lc_error("%s: argument 'a' is an empty array", fn);
-  if (lc_api_check_stream(fn, s)) return 1;
-  *x = lc_arr(a);
-  return 0;
-}
 
 #define CHECKED(FN, CALL)                                      \
   struct lc_node *x = NULL;                                    \
-  if (prologue(FN, res, a, s, &x)) return 1;                   \
+  if (lc_api_prologue(FN, res, a, s, &x)) return 1;                   \
   return lc_api_set(res, CALL)
 
 #define CHECKED_AXIS(FN, CALL)                                                  \
   struct lc_node *x = NULL;                                    \
-  if (prologue(FN, res, a, s, &x) || lc_api_axis(FN, &axis, x->ndim)) return 1; \
+  if (lc_api_prologue(FN, res, a, s, &x) || lc_api_axis(FN, &axis, x->ndim)) return 1; \
   return lc_api_set(res, CALL)
 
 int mlx_sort(mlx_array *res, const mlx_array a, const mlx_stream s) {
