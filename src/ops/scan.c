@@ -23,30 +23,10 @@
 typedef void (*scan_fn)(const void *x, int64_t xs, int64_t xj, void *out, int64_t os,
                         int64_t oj, int64_t L, int64_t C, bool rev, bool incl);
 
-#define OP_ADD(a, b) ((a) + (b))
-#define OP_MUL(a, b) ((a) * (b))
-#define OP_MAXI(a, b) ((b) > (a) ? (b) : (a))
-#define OP_MINI(a, b) ((b) < (a) ? (b) : (a))
 #define OP_MAXF(a, b) (((b) > (a) || (b) != (b)) ? (b) : (a))
 #define OP_MINF(a, b) (((b) < (a) || (b) != (b)) ? (b) : (a))
-#define OP_MAXC(a, b) c64_max(a, b)
-#define OP_MINC(a, b) c64_min(a, b)
 #define OP_LAE(a, b) logaddexp(a, b)
 
-static inline int c64_isnan(lc_c64 v) { return isnan(crealf(v)) || isnan(cimagf(v)); }
-static inline int c64_gt(lc_c64 a, lc_c64 b) {
-  return crealf(a) > crealf(b) || (crealf(a) == crealf(b) && cimagf(a) > cimagf(b));
-}
-static inline lc_c64 c64_max(lc_c64 a, lc_c64 b) {
-  if (c64_isnan(a)) return a;
-  if (c64_isnan(b)) return b;
-  return c64_gt(b, a) ? b : a;
-}
-static inline lc_c64 c64_min(lc_c64 a, lc_c64 b) {
-  if (c64_isnan(a)) return a;
-  if (c64_isnan(b)) return b;
-  return c64_gt(a, b) ? b : a;
-}
 static inline double logaddexp(double a, double b) {
   if (isnan(a) || isnan(b)) return NAN;
   if (a == -INFINITY) return b;
@@ -100,14 +80,6 @@ static inline double logaddexp(double a, double b) {
     }                                                                                      \
   }
 
-#define LD_ID(v) (v)
-#define LD_U32(v) ((uint32_t)(v))
-#define LD_U64(v) ((uint64_t)(v))
-#define LD_D(v) ((double)(v))
-#define LD_F16(v) lc_f16_to_f32_fast(v)
-#define LD_BF16(v) lc_bf16_to_f32(v)
-#define LD_F16D(v) ((double)lc_f16_to_f32_fast(v))
-#define LD_BF16D(v) ((double)lc_bf16_to_f32(v))
 
 /* sum/prod rows: X(DT, S, A, LD, SO, ST) */
 #define SUM_ROWS(X)                                                           \
@@ -126,23 +98,6 @@ static inline double logaddexp(double a, double b) {
   X(MLX_BFLOAT16, uint16_t, float, LD_BF16, uint16_t, lc_st_MLX_BFLOAT16)     \
   X(MLX_COMPLEX64, lc_c64, lc_c64, LD_ID, lc_c64, lc_st_MLX_COMPLEX64)
 
-/* max/min rows: X(DT, S, A, LD, LOWEST, HIGHEST, MAXOP, MINOP) */
-#define MINMAX_ROWS(X)                                                                  \
-  X(MLX_BOOL, bool, uint8_t, LD_ID, 0, 1, OP_MAXI, OP_MINI)                             \
-  X(MLX_UINT8, uint8_t, uint8_t, LD_ID, 0, UINT8_MAX, OP_MAXI, OP_MINI)                 \
-  X(MLX_UINT16, uint16_t, uint16_t, LD_ID, 0, UINT16_MAX, OP_MAXI, OP_MINI)             \
-  X(MLX_UINT32, uint32_t, uint32_t, LD_ID, 0, UINT32_MAX, OP_MAXI, OP_MINI)             \
-  X(MLX_UINT64, uint64_t, uint64_t, LD_ID, 0, UINT64_MAX, OP_MAXI, OP_MINI)             \
-  X(MLX_INT8, int8_t, int8_t, LD_ID, INT8_MIN, INT8_MAX, OP_MAXI, OP_MINI)              \
-  X(MLX_INT16, int16_t, int16_t, LD_ID, INT16_MIN, INT16_MAX, OP_MAXI, OP_MINI)         \
-  X(MLX_INT32, int32_t, int32_t, LD_ID, INT32_MIN, INT32_MAX, OP_MAXI, OP_MINI)         \
-  X(MLX_INT64, int64_t, int64_t, LD_ID, INT64_MIN, INT64_MAX, OP_MAXI, OP_MINI)         \
-  X(MLX_FLOAT16, uint16_t, float, LD_F16, -INFINITY, INFINITY, OP_MAXF, OP_MINF)        \
-  X(MLX_FLOAT32, float, float, LD_ID, -INFINITY, INFINITY, OP_MAXF, OP_MINF)            \
-  X(MLX_FLOAT64, double, double, LD_ID, -INFINITY, INFINITY, OP_MAXF, OP_MINF)          \
-  X(MLX_BFLOAT16, uint16_t, float, LD_BF16, -INFINITY, INFINITY, OP_MAXF, OP_MINF)      \
-  X(MLX_COMPLEX64, lc_c64, lc_c64, LD_ID, (lc_c64)(-INFINITY), (lc_c64)INFINITY, OP_MAXC, \
-    OP_MINC)
 
 #define DEF_SUM(DT, S, A, LD, SO, ST)                  \
   SCAN_DEF(sum, DT, S, A, LD, OP_ADD, (A)0, SO, ST)    \
