@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/copy.h"
 #include "core/error.h"
-#include "core/iter.h"
 #include "ops/prim.h"
 
 int64_t lc_shape_size(int ndim, const int *shape) {
@@ -185,36 +185,11 @@ bool lc_node_is_contiguous(struct lc_node *n) {
   return c;
 }
 
-struct copy_ctx {
-  char *dst, *src;
-  size_t isz;
-};
-
-static void copy_run(void *arg, int64_t n, const int64_t *offs, const int64_t *inner) {
-  struct copy_ctx *c = arg;
-  size_t isz = c->isz;
-  char *d = c->dst + offs[0] * (int64_t)isz;
-  const char *s = c->src + offs[1] * (int64_t)isz;
-  if (inner[1] == 1) {
-    memcpy(d, s, (size_t)n * isz);
-    return;
-  }
-  int64_t st = inner[1] * (int64_t)isz;
-  switch (isz) {
-  case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * st]; break;
-  case 2: for (int64_t i = 0; i < n; i++) memcpy(d + 2 * i, s + i * st, 2); break;
-  case 4: for (int64_t i = 0; i < n; i++) memcpy(d + 4 * i, s + i * st, 4); break;
-  default: for (int64_t i = 0; i < n; i++) memcpy(d + isz * (size_t)i, s + i * st, isz); break;
-  }
-}
-
-void lc_node_copy_out(const struct lc_node *n, void *dst) {
+int lc_node_copy_out(const struct lc_node *n, void *dst) {
   int64_t dstr[n->ndim > 0 ? n->ndim : 1];
   lc_shape_strides(n->ndim, n->shape, dstr);
-  const int64_t *strides[2] = {dstr, n->strides};
-  int64_t base[2] = {0, n->offset};
-  struct copy_ctx c = {dst, n->buf->data, lc_dtype_size(n->dtype)};
-  lc_iter_runs(n->ndim, n->shape, 2, strides, base, copy_run, &c, true);
+  return lc_copy_strided(n->ndim, n->shape, lc_dtype_size(n->dtype), dst, dstr, 0, n->buf->data,
+                         n->strides, n->offset);
 }
 
 int lc_node_make_contiguous(struct lc_node *n) {
@@ -222,7 +197,10 @@ int lc_node_make_contiguous(struct lc_node *n) {
     return 0;
   struct lc_buffer *b = lc_buffer_new((size_t)n->size * lc_dtype_size(n->dtype));
   if (!b) return 1;
-  lc_node_copy_out(n, b->data);
+  if (lc_node_copy_out(n, b->data)) {
+    lc_buffer_release(b);
+    return 1;
+  }
   lc_buffer_release(n->buf);
   n->buf = b;
   n->offset = 0;

@@ -88,8 +88,9 @@ static inline void *lc_node_data(const struct lc_node *n) {
  * not already contiguous. 0, or 1 after reporting. */
 int lc_node_make_contiguous(struct lc_node *n);
 
-/* Copies an evaluated node's elements, row-major, into dst (size*itemsize). */
-void lc_node_copy_out(const struct lc_node *n, void *dst);
+/* Copies an evaluated node's elements, row-major, into dst (size*itemsize).
+ * 0, or 1 after reporting. */
+int lc_node_copy_out(const struct lc_node *n, void *dst);
 
 /* Drops inputs and params of an evaluated node (MLX's detach). */
 void lc_node_detach(struct lc_node *n);

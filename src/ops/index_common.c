@@ -126,7 +126,7 @@ int lc_start_from_input(struct lc_node *n) {
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;
-  if (n->size && lc_copy_node(a, n->buf->data)) return 1;
+  if (n->size && lc_node_copy_out(a, n->buf->data)) return 1;
   return 0;
 }
 

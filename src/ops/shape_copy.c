@@ -32,7 +32,7 @@ static int copy_eval(struct lc_node *n) {
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;
-  return lc_copy_node(in, n->buf->data);
+  return lc_node_copy_out(in, n->buf->data);
 }
 
 const struct lc_prim lc_prim_copy = {.name = "contiguous", .eval_cpu = copy_eval};

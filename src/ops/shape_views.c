@@ -58,7 +58,7 @@ static int reshape_eval(struct lc_node *n) {
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;
-  return lc_copy_node(in, n->buf->data);
+  return lc_node_copy_out(in, n->buf->data);
 }
 
 const struct lc_prim lc_prim_reshape = {
@@ -408,7 +408,7 @@ static int as_strided_eval(struct lc_node *n) {
     lc_node_release(tmp);
     return 1;
   }
-  if (lc_copy_node(in, tmp->buf->data)) {
+  if (lc_node_copy_out(in, tmp->buf->data)) {
     lc_node_release(tmp);
     return 1;
   }

@@ -1,4 +1,4 @@
-/* Strided copies for the shape and index families. Copies whose source is
+/* Strided copies (core/copy.h). Copies whose source is
  * read with a large stride along the destination's contiguous axis (a
  * transpose) go through cache-sized 2-d tiles; everything else runs along
  * the innermost axis via lc_iter_runs. Both paths use the thread pool for
@@ -8,7 +8,8 @@
 
 #include "core/iter.h"
 #include "core/parallel.h"
-#include "ops/shape_internal.h"
+#include "core/copy.h"
+#include "core/node.h"
 
 struct copy_ctx {
   char *dst;
@@ -143,11 +144,4 @@ int lc_copy_strided(int ndim, const int *shape, size_t isz, void *dst, const int
   int64_t base[2] = {dst_off, src_off};
   struct copy_ctx c = {dst, src, isz};
   return lc_iter_runs(ndim, shape, 2, strides, base, copy_run, &c, true);
-}
-
-int lc_copy_node(const struct lc_node *x, void *dst) {
-  int64_t rs[x->ndim > 0 ? x->ndim : 1];
-  lc_shape_strides(x->ndim, x->shape, rs);
-  return lc_copy_strided(x->ndim, x->shape, lc_dtype_size(x->dtype), dst, rs, 0, x->buf->data,
-                         x->strides, x->offset);
 }
