@@ -26,6 +26,16 @@ char *lc_shape_str(int ndim, const int *shape, char *buf, int len) {
   return buf;
 }
 
+int lc_shape_check(const char *fn, int ndim, const int *shape) {
+  if (ndim < 0) return lc_error("%s: negative number of dimensions %d", fn, ndim);
+  if (ndim > 0 && !shape) return lc_error("%s: shape is NULL", fn);
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] < 0)
+      return lc_error("%s: negative dimensions are not allowed (dimension %d is %d)", fn, i,
+                      shape[i]);
+  return 0;
+}
+
 void lc_shape_strides(int ndim, const int *shape, int64_t *out) {
   int64_t s = 1;
   for (int i = ndim - 1; i >= 0; i--) {

@@ -96,6 +96,9 @@ int lc_node_copy_out(const struct lc_node *n, void *dst);
 void lc_node_detach(struct lc_node *n);
 
 /* Shape helpers. */
+/* A user-given shape: ndim >= 0, shape non-NULL when ndim > 0, no negative
+ * dimension. 0, or 1 after reporting "fn: ...". */
+int lc_shape_check(const char *fn, int ndim, const int *shape);
 int64_t lc_shape_size(int ndim, const int *shape);
 bool lc_shape_equal(int na, const int *a, int nb, const int *b);
 /* Formats "[2, 3]" into buf. Returns buf. */

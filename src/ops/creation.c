@@ -17,20 +17,10 @@ static int check_dtype(const char *fn, mlx_dtype t) {
   return 0;
 }
 
-static int check_shape(const char *fn, int ndim, const int *shape) {
-  if (ndim < 0) return lc_error("%s: negative number of dimensions %d", fn, ndim);
-  if (ndim > 0 && !shape) return lc_error("%s: shape is NULL", fn);
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] < 0)
-      return lc_error("%s: negative dimensions are not allowed (dimension %d is %d)", fn, i,
-                      shape[i]);
-  return 0;
-}
-
 /* ---- full ---- */
 
 struct lc_node *lc_full(int ndim, const int *shape, mlx_dtype t, double value) {
-  if (check_dtype("full", t) || check_shape("full", ndim, shape)) return NULL;
+  if (check_dtype("full", t) || lc_shape_check("full", ndim, shape)) return NULL;
   struct lc_node *s = lc_node_new_scalar(t, value);
   if (!s) return NULL;
   struct lc_node *r = lc_broadcast_to(s, ndim, shape);
@@ -39,7 +29,7 @@ struct lc_node *lc_full(int ndim, const int *shape, mlx_dtype t, double value) {
 }
 
 struct lc_node *lc_full_array(int ndim, const int *shape, struct lc_node *vals, mlx_dtype t) {
-  if (check_dtype("full", t) || check_shape("full", ndim, shape)) return NULL;
+  if (check_dtype("full", t) || lc_shape_check("full", ndim, shape)) return NULL;
   struct lc_node *c = lc_astype(vals, t);
   if (!c) return NULL;
   struct lc_node *r = lc_broadcast_to(c, ndim, shape);

@@ -147,15 +147,6 @@ static int bits_eval(struct lc_node *n) {
 
 const struct lc_prim lc_prim_random_bits = {.name = "random_bits", .eval_cpu = bits_eval};
 
-static int check_shape(const char *fn, int ndim, const int *shape) {
-  if (ndim > 0 && !shape) return lc_error("%s: shape is NULL", fn);
-  for (int i = 0; i < ndim; i++)
-    if (shape[i] < 0)
-      return lc_error("%s: negative dimensions are not allowed (dimension %d is %d)", fn, i,
-                      shape[i]);
-  return 0;
-}
-
 /* bits with an already resolved key (borrowed). */
 static struct lc_node *bits_node(int ndim, const int *shape, int width, struct lc_node *key) {
   mlx_dtype t = width == 4 ? MLX_UINT32 : width == 2 ? MLX_UINT16 : MLX_UINT8;
@@ -167,7 +158,7 @@ struct lc_node *lc_random_bits(int ndim, const int *shape, int width, struct lc_
     lc_error("random_bits: bit width must be in {1, 2, 4} but got %d", width);
     return NULL;
   }
-  if (check_shape("random_bits", ndim, shape)) return NULL;
+  if (lc_shape_check("random_bits", ndim, shape)) return NULL;
   struct lc_node *k = resolve_key("random_bits", key);
   if (!k) return NULL;
   struct lc_node *r = bits_node(ndim, shape, width, k);
@@ -191,7 +182,7 @@ struct lc_node *lc_random_split(struct lc_node *key, int num) {
 static struct lc_node *dist(const char *fn, struct lc_dist_params p, mlx_dtype ot, int ndim,
                             const int *shape, struct lc_node *key, int nx,
                             struct lc_node *const *x, const mlx_dtype *xt) {
-  if (check_shape(fn, ndim, shape)) return NULL;
+  if (lc_shape_check(fn, ndim, shape)) return NULL;
   struct lc_node *in[5] = {NULL}, *r = NULL, *k = NULL;
   for (int i = 0; i < nx; i++) {
     int nd, cap = (x[i]->ndim > ndim ? x[i]->ndim : ndim) + 1, bs[cap];
@@ -237,7 +228,7 @@ struct lc_node *lc_random_uniform(struct lc_node *low, struct lc_node *high, int
 
 static struct lc_node *complex_normal(int ndim, const int *shape, struct lc_node *loc,
                                       struct lc_node *scale, struct lc_node *key) {
-  if (check_shape("normal", ndim, shape)) return NULL;
+  if (lc_shape_check("normal", ndim, shape)) return NULL;
   struct lc_node *in[3] = {NULL}, *k = NULL, *r = NULL;
   struct lc_node *x[2] = {scale, loc};
   int nin = 1, bshape[ndim + 1];
@@ -329,7 +320,7 @@ struct lc_node *lc_random_categorical(struct lc_node *logits, int axis, int ndim
     lc_error("categorical: invalid axis %d for logits with %d dimensions", axis, logits->ndim);
     return NULL;
   }
-  if (check_shape("categorical", ndim, shape)) return NULL;
+  if (lc_shape_check("categorical", ndim, shape)) return NULL;
   if (!lc_dtype_is_float(logits->dtype)) {
     lc_error("categorical: logits must be a real floating point type, not %s",
              lc_dtype_name(logits->dtype));
