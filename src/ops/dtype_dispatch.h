@@ -25,44 +25,6 @@
 
 typedef float _Complex lc_c64;
 
-#define LC_FOR_DTYPES(X)                   \
-  X(MLX_BOOL, bool, bool)                  \
-  X(MLX_UINT8, uint8_t, uint8_t)           \
-  X(MLX_UINT16, uint16_t, uint16_t)        \
-  X(MLX_UINT32, uint32_t, uint32_t)        \
-  X(MLX_UINT64, uint64_t, uint64_t)        \
-  X(MLX_INT8, int8_t, int8_t)              \
-  X(MLX_INT16, int16_t, int16_t)           \
-  X(MLX_INT32, int32_t, int32_t)           \
-  X(MLX_INT64, int64_t, int64_t)           \
-  X(MLX_FLOAT16, uint16_t, float)          \
-  X(MLX_FLOAT32, float, float)             \
-  X(MLX_FLOAT64, double, double)           \
-  X(MLX_BFLOAT16, uint16_t, float)         \
-  X(MLX_COMPLEX64, lc_c64, lc_c64)
-
-/* Real (non-complex) dtypes only. */
-#define LC_FOR_REAL_DTYPES(X)              \
-  X(MLX_BOOL, bool, bool)                  \
-  X(MLX_UINT8, uint8_t, uint8_t)           \
-  X(MLX_UINT16, uint16_t, uint16_t)        \
-  X(MLX_UINT32, uint32_t, uint32_t)        \
-  X(MLX_UINT64, uint64_t, uint64_t)        \
-  X(MLX_INT8, int8_t, int8_t)              \
-  X(MLX_INT16, int16_t, int16_t)           \
-  X(MLX_INT32, int32_t, int32_t)           \
-  X(MLX_INT64, int64_t, int64_t)           \
-  X(MLX_FLOAT16, uint16_t, float)          \
-  X(MLX_FLOAT32, float, float)             \
-  X(MLX_FLOAT64, double, double)           \
-  X(MLX_BFLOAT16, uint16_t, float)
-
-#define LC_FOR_FLOAT_DTYPES(X)             \
-  X(MLX_FLOAT16, uint16_t, float)          \
-  X(MLX_FLOAT32, float, float)             \
-  X(MLX_FLOAT64, double, double)           \
-  X(MLX_BFLOAT16, uint16_t, float)
-
 #define LC_FOR_INT_DTYPES(X)               \
   X(MLX_UINT8, uint8_t, uint8_t)           \
   X(MLX_UINT16, uint16_t, uint16_t)        \
@@ -72,6 +34,18 @@ typedef float _Complex lc_c64;
   X(MLX_INT16, int16_t, int16_t)           \
   X(MLX_INT32, int32_t, int32_t)           \
   X(MLX_INT64, int64_t, int64_t)
+
+#define LC_FOR_FLOAT_DTYPES(X)             \
+  X(MLX_FLOAT16, uint16_t, float)          \
+  X(MLX_FLOAT32, float, float)             \
+  X(MLX_FLOAT64, double, double)           \
+  X(MLX_BFLOAT16, uint16_t, float)
+
+/* Real (non-complex) dtypes, in enum order. */
+#define LC_FOR_REAL_DTYPES(X) X(MLX_BOOL, bool, bool) LC_FOR_INT_DTYPES(X) LC_FOR_FLOAT_DTYPES(X)
+
+/* Every dtype, in enum order. */
+#define LC_FOR_DTYPES(X) LC_FOR_REAL_DTYPES(X) X(MLX_COMPLEX64, lc_c64, lc_c64)
 
 #define lc_ld_MLX_BOOL(v) (v)
 #define lc_ld_MLX_UINT8(v) (v)
