@@ -34,10 +34,6 @@ static inline mlx_array lc_api_wrap(struct lc_node *n) { return (mlx_array){n}; 
 /* Validates a stream argument (empty = default). 0 or 1 after reporting. */
 int lc_api_check_stream(const char *fn, mlx_stream s);
 
-/* Normalises axis (negative counts from the end) against ndim; 0 or 1 after
- * reporting "fn: axis 5 is out of bounds for an array of 2 dimensions". */
-int lc_api_axis(const char *fn, int *axis, int ndim);
-
 /* Reads the arrays of a vector into a malloc'd array of borrowed node
  * pointers (*out, *n). Every element must be non-empty. */
 int lc_api_vector_nodes(const char *fn, mlx_vector_array v, struct lc_node ***out, size_t *n);

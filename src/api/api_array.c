@@ -18,15 +18,6 @@ int lc_api_set(mlx_array *res, struct lc_node *n) {
   return 0;
 }
 
-int lc_api_axis(const char *fn, int *axis, int ndim) {
-  int a = *axis < 0 ? *axis + ndim : *axis;
-  if (a < 0 || a >= ndim)
-    return lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, *axis,
-                    ndim);
-  *axis = a;
-  return 0;
-}
-
 int lc_api_check_list_max(const char *fn, const char *what, const void *p, size_t n, size_t max) {
   if (n > 0 && !p) return lc_error("%s: '%s' is NULL but has %zu entries", fn, what, n);
   if (n > max) return lc_error("%s: '%s' has too many entries (%zu)", fn, what, n);
@@ -187,7 +178,7 @@ const size_t *mlx_array_strides(const mlx_array arr) {
 }
 int mlx_array_dim(const mlx_array arr, int dim) {
   struct lc_node *n = meta("mlx_array_dim", arr);
-  if (!n || lc_api_axis("mlx_array_dim", &dim, n->ndim)) return 0;
+  if (!n || lc_axis_check("mlx_array_dim", &dim, n->ndim)) return 0;
   return n->shape[dim];
 }
 mlx_dtype mlx_array_dtype(const mlx_array arr) {

@@ -27,7 +27,7 @@ static int reduce_all(const char *fn, int kind, mlx_array *res, mlx_array a, boo
 static int reduce_axis(const char *fn, int kind, mlx_array *res, mlx_array a, int axis,
                        bool keepdims, int ddof, mlx_stream s) {
   struct lc_node *x = NULL;
-  if (lc_api_prologue(fn, res, a, s, &x) || lc_api_axis(fn, &axis, x->ndim)) return 1;
+  if (lc_api_prologue(fn, res, a, s, &x) || lc_axis_check(fn, &axis, x->ndim)) return 1;
   return lc_api_set(res, lc_reduce(fn, kind, x, &axis, 1, keepdims, ddof));
 }
 
@@ -90,7 +90,7 @@ DDOF_API(std, LC_RED_STD)
                         const mlx_stream s) {                                                  \
     struct lc_node *x = NULL;                                                                  \
     if (lc_api_prologue("mlx_" #NAME "_axis", res, a, s, &x) ||                                       \
-        lc_api_axis("mlx_" #NAME "_axis", &axis, x->ndim))                                     \
+        lc_axis_check("mlx_" #NAME "_axis", &axis, x->ndim))                                     \
       return 1;                                                                                \
     return lc_api_set(res, AXIS(x, axis, keepdims));                                           \
   }
@@ -104,7 +104,7 @@ ARG_API(argmin, lc_argmin_all, lc_argmin)
   int mlx_##NAME(mlx_array *res, const mlx_array a, int axis, bool reverse, bool inclusive, \
                  const mlx_stream s) {                                                      \
     struct lc_node *x = NULL;                                                                  \
-    if (lc_api_prologue("mlx_" #NAME, res, a, s, &x) || lc_api_axis("mlx_" #NAME, &axis, x->ndim)) \
+    if (lc_api_prologue("mlx_" #NAME, res, a, s, &x) || lc_axis_check("mlx_" #NAME, &axis, x->ndim)) \
       return 1;                                                                             \
     return lc_api_set(res, lc_scan("mlx_" #NAME, KIND, x, axis, reverse, inclusive));       \
   }
@@ -128,7 +128,7 @@ int mlx_softmax_axis(mlx_array *res, const mlx_array a, int axis, bool precise,
                      const mlx_stream s) {
   struct lc_node *x = NULL;
   if (lc_api_prologue("mlx_softmax_axis", res, a, s, &x) ||
-      lc_api_axis("mlx_softmax_axis", &axis, x->ndim))
+      lc_axis_check("mlx_softmax_axis", &axis, x->ndim))
     return 1;
   return lc_api_set(res, lc_softmax_fn("mlx_softmax_axis", x, &axis, 1, precise));
 }

@@ -178,7 +178,7 @@ int mlx_split(mlx_vector_array *res, const mlx_array a, int num_splits, int axis
               const mlx_stream s) {
   LC_API_PROLOGUE("mlx_split", res, a);
   struct lc_node *x = lc_arr(a);
-  if (lc_api_axis("mlx_split", &axis, x->ndim)) return 1;
+  if (lc_axis_check("mlx_split", &axis, x->ndim)) return 1;
   if (num_splits <= 0)
     return lc_error("mlx_split: num_splits must be positive and non-zero but got %d", num_splits);
   if (x->shape[axis] % num_splits)
@@ -481,7 +481,7 @@ int mlx_number_of_elements(mlx_array *res, const mlx_array a, const int *axes, s
   double numel = 1;
   for (size_t i = 0; i < axes_num; i++) {
     int ax = axes[i];
-    if (lc_api_axis("mlx_number_of_elements", &ax, x->ndim)) return 1;
+    if (lc_axis_check("mlx_number_of_elements", &ax, x->ndim)) return 1;
     numel *= x->shape[ax];
   }
   if (!lc_dtype_valid(dtype)) return lc_error("mlx_number_of_elements: invalid dtype %d", dtype);
@@ -496,7 +496,7 @@ static int fftshift_impl(const char *fn, mlx_array *res, mlx_array a, const int 
   int n = (int)axes_num, ax[n > 0 ? n : 1], sh[n > 0 ? n : 1];
   for (int i = 0; i < n; i++) {
     ax[i] = axes[i];
-    if (lc_api_axis(fn, &ax[i], x->ndim)) return 1;
+    if (lc_axis_check(fn, &ax[i], x->ndim)) return 1;
     sh[i] = x->shape[ax[i]] / 2 * (inverse ? -1 : 1); /* numpy's shift */
   }
   return lc_api_set(res, lc_roll(x, n, ax, sh));

@@ -11,7 +11,7 @@
 
 #define CHECKED_AXIS(FN, CALL)                                                  \
   struct lc_node *x = NULL;                                    \
-  if (lc_api_prologue(FN, res, a, s, &x) || lc_api_axis(FN, &axis, x->ndim)) return 1; \
+  if (lc_api_prologue(FN, res, a, s, &x) || lc_axis_check(FN, &axis, x->ndim)) return 1; \
   return lc_api_set(res, CALL)
 
 int mlx_sort(mlx_array *res, const mlx_array a, const mlx_stream s) {

@@ -163,7 +163,7 @@ int mlx_random_categorical_num_samples(mlx_array *res, const mlx_array logits_, 
   LC_CHECK_ARR(fn, logits_);
   struct lc_node *lg = lc_arr(logits_);
   int ax = axis;
-  if (lc_api_axis(fn, &ax, lg->ndim)) return 1;
+  if (lc_axis_check(fn, &ax, lg->ndim)) return 1;
   if (num_samples < 0) return lc_error("%s: num_samples must be non-negative", fn);
   /* MLX: logits gain a trailing axis; samples replace logits' axis */
   int last = -1;
@@ -185,7 +185,7 @@ int mlx_random_categorical(mlx_array *res, const mlx_array logits, int axis, con
   LC_CHECK_ARR(fn, logits);
   struct lc_node *lg = lc_arr(logits);
   int ax = axis;
-  if (lc_api_axis(fn, &ax, lg->ndim)) return 1;
+  if (lc_axis_check(fn, &ax, lg->ndim)) return 1;
   int nd = lg->ndim - 1, shape[nd > 0 ? nd : 1];
   for (int i = 0, k = 0; i < lg->ndim; i++)
     if (i != ax) shape[k++] = lg->shape[i];

@@ -26,6 +26,15 @@ char *lc_shape_str(int ndim, const int *shape, char *buf, int len) {
   return buf;
 }
 
+int lc_axis_check(const char *fn, int *axis, int ndim) {
+  int a = *axis < 0 ? *axis + ndim : *axis;
+  if (a < 0 || a >= ndim)
+    return lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, *axis,
+                    ndim);
+  *axis = a;
+  return 0;
+}
+
 int lc_shape_check(const char *fn, int ndim, const int *shape) {
   if (ndim < 0) return lc_error("%s: negative number of dimensions %d", fn, ndim);
   if (ndim > 0 && !shape) return lc_error("%s: shape is NULL", fn);

@@ -99,6 +99,9 @@ void lc_node_detach(struct lc_node *n);
 /* A user-given shape: ndim >= 0, shape non-NULL when ndim > 0, no negative
  * dimension. 0, or 1 after reporting "fn: ...". */
 int lc_shape_check(const char *fn, int ndim, const int *shape);
+/* Normalises *axis (negative counts from the end) against ndim. 0, or 1
+ * after reporting "fn: axis 5 is out of bounds for an array with 2 dimensions". */
+int lc_axis_check(const char *fn, int *axis, int ndim);
 int64_t lc_shape_size(int ndim, const int *shape);
 bool lc_shape_equal(int na, const int *a, int nb, const int *b);
 /* Formats "[2, 3]" into buf. Returns buf. */

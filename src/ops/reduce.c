@@ -176,13 +176,7 @@ static struct lc_node *argreduce(const char *fn, int kind, struct lc_node *a, in
       for (; nd < a->ndim; nd++) shape[nd] = 1;
     axis = -1;
   } else {
-    int ax = axis < 0 ? axis + a->ndim : axis;
-    if (ax < 0 || ax >= a->ndim) {
-      lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, axis,
-               a->ndim);
-      return NULL;
-    }
-    axis = ax;
+    if (lc_axis_check(fn, &axis, a->ndim)) return NULL;
     for (int d = 0; d < a->ndim; d++)
       if (d != axis)
         shape[nd++] = a->shape[d];

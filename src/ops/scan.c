@@ -140,11 +140,8 @@ struct lc_node *lc_scan(const char *fn, int kind, struct lc_node *a, int axis, b
     lc_error("%s: invalid scan kind %d", fn, kind);
     return NULL;
   }
-  int ax = axis < 0 ? axis + a->ndim : axis;
-  if (ax < 0 || ax >= a->ndim) {
-    lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, axis, a->ndim);
-    return NULL;
-  }
+  int ax = axis;
+  if (lc_axis_check(fn, &ax, a->ndim)) return NULL;
   struct lc_node *x = lc_node_retain(a);
   if (kind == LC_SCAN_LOGADDEXP && !lc_dtype_is_inexact(a->dtype)) {
     lc_node_release(x);

@@ -168,11 +168,8 @@ struct lc_node *lc_scatter_axis(struct lc_node *a, struct lc_node *idx, struct l
                                 int axis, enum lc_scatter_mode mode) {
   const char *fn = mode == LC_SCATTER_NONE ? "put_along_axis" : "scatter_add_axis";
   int nd = a->ndim;
-  int ax = axis < 0 ? axis + nd : axis;
-  if (ax < 0 || ax >= nd) {
-    lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, axis, nd);
-    return NULL;
-  }
+  int ax = axis;
+  if (lc_axis_check(fn, &ax, nd)) return NULL;
   if (lc_idx_check(fn, idx)) return NULL;
   if (idx->ndim != nd) {
     lc_error("%s: indices of dimension %d do not match an array of dimension %d", fn, idx->ndim,

@@ -258,16 +258,10 @@ static struct lc_node *sort_new(int mode, struct lc_node *a, int axis, int kth) 
     extent = a->size;
     axis = -1;
   } else {
-    int ax = axis < 0 ? axis + a->ndim : axis;
-    if (ax < 0 || ax >= a->ndim) {
-      lc_error("%s: axis %d is out of bounds for an array with %d dimensions", fn, axis,
-               a->ndim);
-      return NULL;
-    }
-    axis = ax;
+    if (lc_axis_check(fn, &axis, a->ndim)) return NULL;
     nd = a->ndim;
     memcpy(shape, a->shape, sizeof(int) * (size_t)nd);
-    extent = a->shape[ax];
+    extent = a->shape[axis];
   }
   if (extent > UINT32_MAX) {
     lc_error("%s: %lld elements along the axis exceed uint32 indices", fn, (long long)extent);
