@@ -23,7 +23,16 @@ have_cblas() {
   done
   return 1
 }
-have_pkg libopenblas-dev || have_cblas || need="$need libopenblas-dev"
+# cblas.h alone is not enough (reference BLAS ships one too): the OpenBLAS
+# library itself must be there.
+have_openblas_lib() {
+  for f in /usr/lib/*/libopenblas.so /usr/lib/libopenblas.so /usr/lib64/libopenblas.so \
+           /usr/local/lib/libopenblas.so; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+have_pkg libopenblas-dev || { have_cblas && have_openblas_lib; } || need="$need libopenblas-dev"
 [ -z "$need" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
