@@ -183,6 +183,8 @@ static void compare_case(const char *name, int (*fun)(mlx_vector_array *, const 
                                                       void *),
                          mlx_array *in, int nin, const int *shape, int nd, double bytes,
                          double copy_bw) {
+  const char *only = getenv("LACE_BENCH_CASE"); /* run just this case */
+  if (only && strcmp(only, name) != 0) return;
   mlx_closure f = mlx_closure_new_func_payload(fun, NULL, NULL), cf = mlx_closure_new();
   mlx_compile(&cf, f, false);
   call_ctx u = {f, mlx_vector_array_new_data(in, (size_t)nin), 1};

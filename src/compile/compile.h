@@ -75,8 +75,9 @@ int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, con
 /* Common-subexpression elimination, equal scalar constants merged, dead
  * instructions dropped. 0, or 1 after reporting. */
 int lc_compile_simplify(struct lc_cprog *p);
-/* Groups elementwise instructions of one shape into FUSED instructions.
- * 0, or 1 after reporting. */
+/* Groups elementwise instructions of one shape, and reductions over the
+ * last axis with their elementwise prologues and epilogues, into FUSED
+ * instructions. 0, or 1 after reporting. */
 int lc_compile_fuse(struct lc_cprog *p);
 /* Decides p->poly: whether shapeless replay can recompute every shape. */
 void lc_compile_check_poly(struct lc_cprog *p);
@@ -99,26 +100,40 @@ int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool 
  *   outs[nout] | nested params of the instructions.
  * Argument encoding: a >= 0 is instruction a of the region; a < 0 is region
  * input -a - 1. Region inputs are read through the numpy broadcast of their
- * shape to the region shape. */
+ * shape to the shape of their mode (below).
+ *
+ * Elementwise regions (rows == 0): every value and input has the region
+ * shape. Row regions (rows == 1) also hold reductions over the last axis:
+ * with the region shape F = (O..., L), a value is FULL (shape F), or one
+ * element per row: ROW_KEEP (shape (O..., 1)) or ROW_DROP (shape (O...)).
+ * Instructions run row by row; an argument of kind ROW read by a FULL
+ * instruction is that row's element repeated (the broadcast it was traced
+ * through). */
+enum lc_fused_kind { LC_FK_FULL, LC_FK_ROW_KEEP, LC_FK_ROW_DROP };
+
 struct lc_fused_hdr {
   int32_t size; /* total bytes */
   int32_t ndim, nin, ninstr, nout, nslot;
   int32_t shape_off, in_off, instr_off, out_off;
+  int32_t rows; /* 1: a row region */
 };
 struct lc_fused_in {
   int32_t dtype;
-  int32_t plain; /* 1: has the region's shape in the trace (not broadcast) */
+  int32_t plain; /* 1: has its mode's shape in the trace (not broadcast) */
+  int32_t mode;  /* enum lc_fused_kind: the shape it is broadcast to */
 };
 struct lc_fused_ins {
   int32_t op, dtype, in_dt, nin; /* in_dt: dtype of the last argument */
   int32_t arg[LC_FUSED_MAXARG];
-  int32_t slot; /* scratch tile, or -1 when written to output `out` */
+  int32_t slot; /* scratch tile (row: FULL values), or -1 */
   int32_t out;  /* region output index, or -1 */
+  int32_t kind; /* enum lc_fused_kind of its value */
   int32_t params_off, params_size;
 };
 struct lc_fused_out {
   int32_t ins;   /* producing instruction */
   int32_t dtype;
+  int32_t kind;  /* enum lc_fused_kind */
 };
 
 static inline const int32_t *lc_fused_shape(const struct lc_fused_hdr *h) {
@@ -133,6 +148,22 @@ static inline const struct lc_fused_ins *lc_fused_instrs(const struct lc_fused_h
 static inline const struct lc_fused_out *lc_fused_outs(const struct lc_fused_hdr *h) {
   return (const struct lc_fused_out *)((const char *)h + h->out_off);
 }
+/* The shape of kind `kind` for region shape (ndim, F) into out; its rank. */
+static inline int lc_fused_kind_shape(int kind, int ndim, const int *F, int *out) {
+  for (int d = 0; d < ndim; d++) out[d] = F[d];
+  if (kind == LC_FK_ROW_KEEP && ndim > 0) out[ndim - 1] = 1;
+  return kind == LC_FK_ROW_DROP ? ndim - 1 : ndim;
+}
+
+/* Evaluates a FUSED node of a row region (kernel_rows.c). */
+int lc_fused_eval_rows(struct lc_node *n);
+/* Output copies of fused kernels (kernel.c): with `stream`, non-temporal
+ * stores (no read of the destination), to be fenced by
+ * lc_fused_stream_done before the kernel returns; lc_fused_want_stream
+ * says whether outputs of that many bytes take them. */
+void lc_fused_copy_out(char *dst, const char *src, size_t n, bool stream);
+void lc_fused_stream_done(bool stream);
+bool lc_fused_want_stream(int64_t out_bytes);
 
 /* Builds the FUSED node(s) for a region blob over region inputs `in` with
  * the given region shape (written into a copy of the blob). outs[k] are new

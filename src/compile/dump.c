@@ -25,23 +25,29 @@ static void dump_fused(const struct lc_cprog *p, int i, FILE *f) {
   const struct lc_fused_hdr *h = ins->params;
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
-  fprintf(f, "// fused kernel i%d: %d inputs, %d instructions, %d outputs, %d scratch tiles\n", i,
-          h->nin, h->ninstr, h->nout, h->nslot);
+  static const char *const kinds[] = {"", " [row]", " [row]"};
+  fprintf(f, "// fused kernel i%d%s: %d inputs, %d instructions, %d outputs, %d scratch %s\n", i,
+          h->rows ? " (row region)" : "", h->nin, h->ninstr, h->nout, h->nslot,
+          h->rows ? "rows" : "tiles");
   for (int k = 0; k < h->nin; k++) {
     char lab[128];
     val_label(p, ins->in[k], lab, sizeof lab);
-    fprintf(f, "//   in%d = v%d %s%s\n", k, ins->in[k], lab, fin[k].plain ? "" : " (broadcast)");
+    fprintf(f, "//   in%d = v%d %s%s%s\n", k, ins->in[k], lab, fin[k].plain ? "" : " (broadcast)",
+            kinds[fin[k].mode]);
   }
   for (int m = 0; m < h->ninstr; m++) {
     const struct lc_fused_ins *x = &fi[m];
-    fprintf(f, "//   t%d = %s<%s>(", m, lc_prims[x->op]->name, lc_dtype_name((mlx_dtype)x->dtype));
+    fprintf(f, "//   t%d%s = %s<%s>(", m, kinds[x->kind], lc_prims[x->op]->name,
+            lc_dtype_name((mlx_dtype)x->dtype));
     for (int k = 0; k < x->nin; k++)
       fprintf(f, k ? ", %s%d" : "%s%d", x->arg[k] < 0 ? "in" : "t",
               x->arg[k] < 0 ? -x->arg[k] - 1 : x->arg[k]);
     if (x->out >= 0)
       fprintf(f, ") -> out%d\n", x->out);
+    else if (x->slot >= 0)
+      fprintf(f, ") -> %s%d\n", h->rows ? "row" : "tile", x->slot);
     else
-      fprintf(f, ") -> tile%d\n", x->slot);
+      fprintf(f, ") -> cell\n");
   }
 }
 

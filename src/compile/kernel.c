@@ -34,8 +34,8 @@
 
 #define LC_FUSED_TILE 512
 #define LC_FUSED_ROW_MIN 256 /* inner extent from which tiles follow rows */
-#define SLOT_BYTES 8
-#define LC_FUSED_STREAM_MIN ((int64_t)32 << 20) /* bytes of output */ /* the widest element (float64, int64, complex64) */
+#define SLOT_BYTES 8 /* the widest element (float64, int64, complex64) */
+#define LC_FUSED_STREAM_MIN ((int64_t)32 << 20) /* bytes of output */
 
 struct fin {
   const char *base; /* element 0, offset applied */
@@ -66,9 +66,9 @@ struct fctx {
   int out_slot0;
 };
 
-static void copy_out(const struct fctx *c, char *dst, const char *src, size_t n) {
+void lc_fused_copy_out(char *dst, const char *src, size_t n, bool stream) {
 #ifdef LC_HAVE_STREAM
-  if (c->stream) {
+  if (stream) {
     while (n && ((uintptr_t)dst & 15)) {
       *dst++ = *src++;
       n--;
@@ -76,17 +76,34 @@ static void copy_out(const struct fctx *c, char *dst, const char *src, size_t n)
     for (; n >= 16; n -= 16, dst += 16, src += 16)
       _mm_stream_si128((__m128i *)(void *)dst, _mm_loadu_si128((const __m128i *)(const void *)src));
   }
+#else
+  (void)stream;
 #endif
   memcpy(dst, src, n);
 }
 
-static void chunk_done(const struct fctx *c) {
+void lc_fused_stream_done(bool stream) {
 #ifdef LC_HAVE_STREAM
-  if (c->stream) _mm_sfence();
+  if (stream) _mm_sfence();
 #else
-  (void)c;
+  (void)stream;
 #endif
 }
+
+bool lc_fused_want_stream(int64_t out_bytes) {
+#ifdef LC_HAVE_STREAM
+  return out_bytes >= LC_FUSED_STREAM_MIN && !getenv("LACE_NO_STREAM");
+#else
+  (void)out_bytes;
+  return false;
+#endif
+}
+
+static void copy_out(const struct fctx *c, char *dst, const char *src, size_t n) {
+  lc_fused_copy_out(dst, src, n, c->stream);
+}
+
+static void chunk_done(const struct fctx *c) { lc_fused_stream_done(c->stream); }
 
 /* Copies len elements starting at flat index t of input f into dst. */
 static void gather(const struct fctx *c, const struct fin *f, int64_t t, int64_t len, char *dst) {
@@ -268,6 +285,7 @@ static bool probe_scratch(int64_t t, int nslots) {
 
 static int fused_eval(struct lc_node *n) {
   const struct lc_fused_hdr *h = n->params;
+  if (h->rows) return lc_fused_eval_rows(n);
   struct fctx c = {.h = h, .ndim = h->ndim, .nin = n->nin, .nout = h->nout, .size = 1};
   if (h->ndim > 64 || h->nout > 64) return lc_error("fused kernel: too many dimensions or outputs");
   for (int d = 0; d < h->ndim; d++) {
@@ -294,9 +312,7 @@ static int fused_eval(struct lc_node *n) {
   if (c.size == 0) return 0;
   int64_t out_bytes = 0;
   for (int k = 0; k < h->nout; k++) out_bytes += c.size * (int64_t)c.osz[k];
-#ifdef LC_HAVE_STREAM
-  c.stream = out_bytes >= LC_FUSED_STREAM_MIN && !getenv("LACE_NO_STREAM");
-#endif
+  c.stream = lc_fused_want_stream(out_bytes);
   /* inputs */
   struct fin fins[c.nin > 0 ? c.nin : 1];
   int64_t stmem[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
@@ -369,9 +385,12 @@ int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
   for (int d = 0; d < ndim; d++) sh[d] = shape[d];
   const struct lc_fused_out *fo = lc_fused_outs(h);
   int rc = 0;
+  int kshape[3][ndim > 0 ? ndim : 1], knd[3]; /* the shape of each kind */
+  for (int k = 0; k < 3; k++) knd[k] = lc_fused_kind_shape(k, ndim, shape, kshape[k]);
   if (h->nout == 1) {
-    outs[0] = lc_node_new_op(LC_OP_FUSED, (mlx_dtype)fo[0].dtype, ndim, shape, h->nin, in, h,
-                             (size_t)h->size);
+    int k = fo[0].kind;
+    outs[0] = lc_node_new_op(LC_OP_FUSED, (mlx_dtype)fo[0].dtype, knd[k], kshape[k], h->nin, in,
+                             h, (size_t)h->size);
     rc = outs[0] == NULL;
   } else {
     mlx_dtype dts[h->nout];
@@ -379,8 +398,8 @@ int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
     const int *shs[h->nout];
     for (int k = 0; k < h->nout; k++) {
       dts[k] = (mlx_dtype)fo[k].dtype;
-      nds[k] = ndim;
-      shs[k] = shape;
+      nds[k] = knd[fo[k].kind];
+      shs[k] = kshape[fo[k].kind];
     }
     rc = lc_tuple_new(LC_OP_FUSED, h->nin, in, h, (size_t)h->size, h->nout, dts, nds, shs, outs);
   }

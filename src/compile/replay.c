@@ -92,6 +92,34 @@ static int infer_ew(struct rstate *s, const struct lc_cinstr *ins, const char *p
   return 0;
 }
 
+/* Shapeless region shape of a row region: the broadcast of its FULL-mode
+ * inputs; every input must broadcast to the shape of its mode (plain ones
+ * must have it), and rows must stay at least 2 long (reductions over
+ * shorter axes are traced again, with the reduction's own checks). */
+static int infer_rows(struct rstate *s, const struct lc_cinstr *ins, const struct lc_fused_hdr *h,
+                      int *nd, int *sh) {
+  const struct lc_fused_in *fi = lc_fused_ins_in(h);
+  int ndim = h->ndim;
+  *nd = 0;
+  for (int k = 0; k < ins->nin; k++) {
+    struct lc_node *a = s->v[ins->in[k]];
+    if (fi[k].mode == LC_FK_FULL && !bcast_into(nd, sh, ndim, a->ndim, a->shape))
+      return decline(s);
+  }
+  if (*nd != ndim || ndim < 1 || sh[ndim - 1] < 2) return decline(s);
+  for (int k = 0; k < ins->nin; k++) {
+    struct lc_node *a = s->v[ins->in[k]];
+    int t[ndim], tnd = lc_fused_kind_shape(fi[k].mode, ndim, sh, t);
+    int b[ndim], bnd = tnd;
+    memcpy(b, t, sizeof(int) * (size_t)tnd);
+    if (!bcast_into(&bnd, b, tnd, a->ndim, a->shape) || !lc_shape_equal(bnd, b, tnd, t))
+      return decline(s);
+    bool plain = fi[k].plain && !s->virt[ins->in[k]];
+    if (plain && !lc_shape_equal(a->ndim, a->shape, tnd, t)) return decline(s);
+  }
+  return 0;
+}
+
 static int run_instr(struct rstate *s, int i) {
   const struct lc_cprog *p = s->p;
   const struct lc_cinstr *ins = &p->instrs[i];
@@ -112,7 +140,10 @@ static int run_instr(struct rstate *s, int i) {
   }
   if (ins->op == LC_OP_FUSED) {
     const struct lc_fused_hdr *h = ins->params;
-    if (s->infer) {
+    if (s->infer && h->rows) {
+      if (infer_rows(s, ins, h, &nd, shbuf)) return 1;
+      shape = shbuf;
+    } else if (s->infer) {
       char plain[ins->nin > 0 ? ins->nin : 1];
       const struct lc_fused_in *fi = lc_fused_ins_in(h);
       for (int k = 0; k < ins->nin; k++) plain[k] = (char)fi[k].plain;
@@ -123,8 +154,11 @@ static int run_instr(struct rstate *s, int i) {
       for (int d = 0; d < nd; d++) shbuf[d] = lc_fused_shape(h)[d];
       shape = shbuf;
     }
+    const struct lc_fused_in *fin = lc_fused_ins_in(h);
     for (; nargs < ins->nin; nargs++) {
-      args[nargs] = arg_node(s, ins->in[nargs], nd, shape);
+      int t[nd > 0 ? nd : 1], tnd = lc_fused_kind_shape(h->rows ? fin[nargs].mode : LC_FK_FULL,
+                                                         nd, shape, t);
+      args[nargs] = arg_node(s, ins->in[nargs], tnd, t);
       if (!args[nargs]) goto out_fail;
     }
     struct lc_node *outs[ins->nout];

@@ -71,9 +71,9 @@ static inline uint16_t lc_ew_f16_st(float x) {
     const S *restrict x = xp;                                              \
     if (sx == 1) {                                                         \
       for (int64_t i = 0; i < n; i++) o[i] = ST(F((C)LD(x[i]), C));        \
-    } else if (sx == 0) {                                                  \
-      OS v = ST(F((C)LD(x[0]), C));                                        \
-      for (int64_t i = 0; i < n; i++) o[i] = v;                            \
+    } else if (sx == 0) { /* the contiguous loop's element 0: same bits */ \
+      FN(1, o, xp, 1);                                                     \
+      for (int64_t i = 1; i < n; i++) o[i] = o[0];                         \
     } else {                                                               \
       for (int64_t i = 0; i < n; i++) o[i] = ST(F((C)LD(x[i * sx]), C));   \
     }                                                                      \

@@ -591,14 +591,18 @@ static void test_fused_broadcast_astype(void) {
 }
 
 
-/* f(x) = sum(x, -1, keepdims) + x: reductions have no shape rule, so
- * shapeless compile traces again for a new shape (correct results). */
+/* f(x) = sum(x, axis, keepdims) + x (axis in the payload's fail_next
+ * field, unused otherwise). Over the last axis the reduction fuses into a
+ * row region, whose shape follows its inputs: shapeless compile replays it
+ * on new shapes without tracing again. Over axis 0 the reduction stays a
+ * REDUCE instruction, which has no shape rule: shapeless compile traces
+ * again for each new shape. Results are correct either way. */
 static int fun_reduce(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   struct payload *p = pl;
   p->calls++;
   mlx_array x = mlx_array_new(), s = mlx_array_new(), t = mlx_array_new();
   mlx_vector_array_get(&x, in, 0);
-  int rc = mlx_sum_axis(&s, x, -1, true, test_stream());
+  int rc = mlx_sum_axis(&s, x, p->fail_next, true, test_stream());
   if (!rc) rc = mlx_add(&t, s, x, test_stream());
   if (!rc) rc = mlx_vector_array_append_value(*res, t);
   mlx_array_free(x);
@@ -607,8 +611,8 @@ static int fun_reduce(mlx_vector_array *res, const mlx_vector_array in, void *pl
   return rc;
 }
 
-static void test_shapeless_fallback(void) {
-  struct payload p = {0};
+static void shapeless_reduce(int axis, int traces) {
+  struct payload p = {.fail_next = axis};
   mlx_closure f = mlx_closure_new_func_payload(fun_reduce, &p, NULL), cf = mlx_closure_new();
   CHECK_OK(mlx_compile(&cf, f, true));
   int s1[2] = {3, 4}, s2[2] = {5, 2};
@@ -619,17 +623,22 @@ static void test_shapeless_fallback(void) {
     mlx_closure_apply(&out, f, vin);
     mlx_array ref = mlx_array_new();
     mlx_vector_array_get(&ref, out, 0);
-    CHECK_MSG(same_bits(r, ref), "shapeless reduction result %d", i);
+    CHECK_MSG(same_bits(r, ref), "shapeless reduction (axis %d) result %d", axis, i);
     mlx_array_free(x);
     mlx_array_free(r);
     mlx_array_free(ref);
     mlx_vector_array_free(vin);
     mlx_vector_array_free(out);
   }
-  /* 4 reference calls + one trace per distinct shape */
-  CHECK_MSG(p.calls == 6, "%d calls", p.calls);
+  /* 4 reference calls + the traces */
+  CHECK_MSG(p.calls == 4 + traces, "axis %d: %d calls", axis, p.calls);
   mlx_closure_free(cf);
   mlx_closure_free(f);
+}
+
+static void test_shapeless_fallback(void) {
+  shapeless_reduce(-1, 1); /* fused row region: one trace */
+  shapeless_reduce(0, 2);  /* unfused reduction: one trace per shape */
 }
 
 /* The outer function builds a compiled inner closure capturing an array
