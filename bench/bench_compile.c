@@ -3,7 +3,8 @@
  * fraction of the copy bandwidth measured in the same run; the overhead of
  * a cache-hit call; and the time to trace, simplify and fuse a 200-node
  * graph.
- * Usage: bench_compile [--quick]   (--quick: 1M elements, for smoke tests) */
+ * Usage: bench_compile [--quick]   (--quick: 1M elements, for smoke tests)
+ * Environment: LACE_BENCH_CASE=name runs only that case (and the copy). */
 #include <math.h>
 
 #include "bench_common.h"
@@ -125,6 +126,47 @@ fail:
   return rc;
 }
 
+/* rms_norm over the last axis: x * rsqrt(mean(x * x) + eps) * w */
+static int f_rms_norm(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new(), w = mlx_array_new(), v = mlx_array_new(), d = mlx_array_new(),
+            eps = mlx_array_new_float(1e-5f);
+  int rc = 1;
+  TRY(getv(&x, in, 0));
+  TRY(getv(&w, in, 1));
+  TRY(mlx_square(&v, x, S));
+  TRY(mlx_mean_axis(&v, v, -1, true, S));
+  TRY(mlx_add(&v, v, eps, S));
+  TRY(mlx_rsqrt(&v, v, S));
+  TRY(mlx_multiply(&d, x, v, S));
+  TRY(mlx_multiply(&d, d, w, S));
+  rc = ret1(res, d);
+  d = mlx_array_new();
+fail:
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(v), mlx_array_free(d);
+  mlx_array_free(eps);
+  return rc;
+}
+
+/* logsumexp over the last axis: log(sum(exp(x - max))) + max */
+static int f_logsumexp(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new(), m = mlx_array_new(), e = mlx_array_new(), s = mlx_array_new();
+  int rc = 1;
+  TRY(getv(&x, in, 0));
+  TRY(mlx_max_axis(&m, x, -1, true, S));
+  TRY(mlx_subtract(&e, x, m, S));
+  TRY(mlx_exp(&e, e, S));
+  TRY(mlx_sum_axis(&s, e, -1, true, S));
+  TRY(mlx_log(&s, s, S));
+  TRY(mlx_add(&s, s, m, S));
+  rc = ret1(res, s);
+  s = mlx_array_new();
+fail:
+  mlx_array_free(x), mlx_array_free(m), mlx_array_free(e), mlx_array_free(s);
+  return rc;
+}
+
 /* a chain of 200 elementwise ops (for trace time) */
 static int f_chain200(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   (void)pl;
@@ -229,6 +271,9 @@ int main(int argc, char **argv) {
   mlx_array ln[3] = {x, w, b};
   compare_case("layer_norm", f_layer_norm, ln, 3, shape, 2, 2 * n * fb, copy_bw);
   compare_case("softmax", f_softmax, &x, 1, shape, 2, 2 * n * fb, copy_bw);
+  mlx_array rms[2] = {x, w};
+  compare_case("rms_norm", f_rms_norm, rms, 2, shape, 2, 2 * n * fb, copy_bw);
+  compare_case("logsumexp", f_logsumexp, &x, 1, shape, 2, n * fb + rows * fb, copy_bw);
 
   /* cache-hit call overhead: building the lazy outputs, no evaluation */
   {
