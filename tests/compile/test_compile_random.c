@@ -2,10 +2,13 @@
  * astype, reduction and reshape ops over random shapes and dtypes; the
  * compiled function (ENABLED, NO_FUSE, NO_SIMPLIFY; exact and shapeless)
  * must match the uncompiled one. Fused kernels call the same elementwise
- * kernels, so results are expected equal up to float rounding. */
+ * kernels, so results are expected equal up to float rounding. Reductions
+ * over the last axis (kept, or dropped and put back) fuse into row regions
+ * in many graphs; the test counts them. */
 #include "test.h"
 
 #include "compile/compile.h"
+#include "ops/prim.h"
 
 typedef int (*unary_fn)(mlx_array *, const mlx_array, const mlx_stream);
 typedef int (*binary_fn)(mlx_array *, const mlx_array, const mlx_array, const mlx_stream);
@@ -15,7 +18,8 @@ static const unary_fn unaries[] = {mlx_tanh, mlx_sin, mlx_sigmoid, mlx_negative,
                                    mlx_abs,  mlx_erf, mlx_square,  mlx_cos};
 static const binary_fn binaries[] = {mlx_add,     mlx_subtract, mlx_multiply,
                                      mlx_maximum, mlx_minimum,  mlx_divide};
-static const axis_fn reductions[] = {mlx_sum_axis, mlx_max_axis};
+static const axis_fn reductions[] = {mlx_sum_axis, mlx_max_axis, mlx_mean_axis, mlx_min_axis,
+                                     mlx_logsumexp_axis};
 static const mlx_dtype cast_types[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, MLX_FLOAT32};
 
 #define NU (int)(sizeof unaries / sizeof unaries[0])
@@ -47,9 +51,16 @@ static int eval_step(const struct graph *g, const struct step *st, mlx_array *va
   case OP_UNARY: rc = unaries[st->which](&r, vals[st->a], s); break;
   case OP_BINARY: rc = binaries[st->which](&r, vals[st->a], vals[st->b], s); break;
   case OP_CAST: rc = mlx_astype(&r, vals[st->a], cast_types[st->which], s); break;
-  case OP_REDUCE: {
+  case OP_REDUCE: { /* over the last axis, kept; or dropped and put back (a reshape) */
     int nd = (int)mlx_array_ndim(vals[st->a]);
-    rc = nd ? reductions[st->which](&r, vals[st->a], nd - 1, true, s) : mlx_array_set(&r, vals[st->a]);
+    bool keep = st->b % 2 == 0;
+    rc = nd ? reductions[st->which](&r, vals[st->a], nd - 1, keep, s) : mlx_array_set(&r, vals[st->a]);
+    if (!rc && nd && !keep) {
+      mlx_array e = mlx_array_new();
+      rc = mlx_expand_dims(&e, r, -1, s);
+      mlx_array_set(&r, e);
+      mlx_array_free(e);
+    }
     break;
   }
   case OP_FLATTEN_BACK: { /* reshape to 1-d and back: exercises shape ops */
@@ -157,7 +168,7 @@ static void random_graph(struct graph *g, int nin) {
       st->which = test_randint(0, 3);
     } else if (r < 90) {
       st->kind = OP_REDUCE;
-      st->which = test_randint(0, 1);
+      st->which = test_randint(0, (int)(sizeof reductions / sizeof reductions[0]) - 1);
     } else if (r < 92) {
       st->kind = OP_FLATTEN_BACK;
     } else if (r < 94) {
@@ -216,11 +227,32 @@ static int compare(mlx_vector_array got, mlx_vector_array want, int gi) {
   return ok;
 }
 
+static int row_regions; /* compiled outputs computed by a fused row region */
+
+/* Whether the lazy graph under n holds a fused row region (bounded walk). */
+static bool has_row_region(const struct lc_node *n, int *budget) {
+  if (!n || --*budget < 0) return false;
+  if (n->op == LC_OP_FUSED && ((const struct lc_fused_hdr *)n->params)->rows) return true;
+  for (int k = 0; k < n->nin; k++)
+    if (has_row_region(n->in[k], budget)) return true;
+  return false;
+}
+
 static int check_call(mlx_closure cf, mlx_closure f, const mlx_array *in, int nin, int gi) {
   mlx_vector_array vin = mlx_vector_array_new_data(in, (size_t)nin);
   mlx_vector_array got = mlx_vector_array_new(), want = mlx_vector_array_new();
   int ok = mlx_closure_apply(&got, cf, vin) == 0;
   if (!ok) fprintf(stderr, "graph %d: compiled call failed: %s\n", gi, test_last_error);
+  for (size_t k = 0; ok && k < mlx_vector_array_size(got); k++) {
+    mlx_array a = mlx_array_new();
+    mlx_vector_array_get(&a, got, k);
+    int budget = 4096;
+    if (has_row_region((const struct lc_node *)a.ctx, &budget)) {
+      row_regions++;
+      k = mlx_vector_array_size(got);
+    }
+    mlx_array_free(a);
+  }
   ok = ok && mlx_closure_apply(&want, f, vin) == 0;
   ok = ok && compare(got, want, gi);
   mlx_vector_array_free(vin);
@@ -291,7 +323,9 @@ int main(void) {
   mlx_set_compile_mode(MLX_COMPILE_MODE_ENABLED);
   CHECK(lc_cache_count(0, 0) == 0);
   CHECK_MSG(test_active_memory() == base_mem, "active %zu vs %zu", test_active_memory(), base_mem);
-  printf("%d graphs in ENABLED mode, %d shapeless replays on new shapes\n", fused_graphs,
-         shapeless_hits);
+  /* reductions over the last axis fuse with their neighbours in many graphs */
+  CHECK_MSG(row_regions >= 40, "only %d calls ran row regions", row_regions);
+  printf("%d graphs in ENABLED mode, %d shapeless replays on new shapes, %d calls with row "
+         "regions\n", fused_graphs, shapeless_hits, row_regions);
   return test_done();
 }
