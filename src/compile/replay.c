@@ -126,7 +126,10 @@ static int run_instr(struct rstate *s, int i) {
   const struct lc_prim *prim = lc_prims[ins->op];
   const struct lc_cval *ov = &p->vals[ins->out[0]];
   int ndim = ov->ndim;
-  int shbuf[ndim > 0 ? ndim : 1];
+  /* a fused row region's shape can have one more dimension than its first
+   * output (a ROW_DROP value) */
+  int cap = ins->op == LC_OP_FUSED ? ((const struct lc_fused_hdr *)ins->params)->ndim : ndim;
+  int shbuf[(cap > ndim ? cap : ndim) > 0 ? (cap > ndim ? cap : ndim) : 1];
   const int *shape = ov->shape;
   int nd = ndim;
   struct lc_node *args[ins->nin > 0 ? ins->nin : 1];
