@@ -21,7 +21,6 @@
 #include "ops/reduce_kern.h"
 #include "ops/tuple.h"
 
-#define ELEM 8  /* scratch bytes per element: the widest dtype */
 #define CELL 16 /* bytes per ROW value */
 #define MAXD 64
 #define MAXOUT 64
@@ -45,21 +44,27 @@ struct rctx {
   size_t osz[MAXOUT];
   const struct lc_rkern **rk; /* per instruction (reductions) */
   const double *rarg;         /* per instruction: the kernel's fin argument */
+  size_t elem;                /* scratch bytes per element: the widest FULL value */
   bool stream;
 };
 
+/* One scratch row, a whole number of cache lines (rows stay aligned). */
+static size_t row_bytes(const struct rctx *c) {
+  return ((size_t)c->L * c->elem + 63) & ~(size_t)63;
+}
+
 static size_t scratch_bytes(const struct rctx *c) {
-  return (size_t)c->L * ELEM * (size_t)c->h->nslot + (size_t)CELL * (size_t)c->h->ninstr;
+  return row_bytes(c) * (size_t)c->h->nslot + (size_t)CELL * (size_t)c->h->ninstr;
 }
 
 static void run_rows(void *arg, int64_t lo, int64_t hi) {
   const struct rctx *c = arg;
   const struct lc_fused_hdr *h = c->h;
   const struct lc_fused_ins *fi = c->fi;
-  size_t row_bytes = (size_t)c->L * ELEM;
-  char *scratch = malloc(scratch_bytes(c));
+  size_t rb = row_bytes(c);
+  char *scratch = aligned_alloc(64, (scratch_bytes(c) + 63) & ~(size_t)63);
   if (!scratch) return; /* the caller probed this allocation */
-  char *cells = scratch + row_bytes * (size_t)h->nslot;
+  char *cells = scratch + rb * (size_t)h->nslot;
   const char *iptr[c->nin > 0 ? c->nin : 1];
   const void *val[h->ninstr];
   for (int64_t r = lo; r < hi; r++) {
@@ -76,7 +81,7 @@ static void run_rows(void *arg, int64_t lo, int64_t hi) {
     for (int m = 0; m < h->ninstr; m++) {
       const struct lc_fused_ins *x = &fi[m];
       bool full = x->kind == LC_FK_FULL, reads_full = full || x->op == LC_OP_REDUCE;
-      void *out = full ? scratch + row_bytes * (size_t)x->slot : cells + (size_t)CELL * (size_t)m;
+      void *out = full ? scratch + rb * (size_t)x->slot : cells + (size_t)CELL * (size_t)m;
       const void *a[LC_FUSED_MAXARG];
       int64_t as[LC_FUSED_MAXARG];
       for (int k = 0; k < x->nin; k++) {
@@ -177,7 +182,11 @@ int lc_fused_eval_rows(struct lc_node *n) {
   }
   c.rk = rk;
   c.rarg = rarg;
-  void *probe = malloc(scratch_bytes(&c));
+  c.elem = 1;
+  for (int m = 0; m < h->ninstr; m++)
+    if (c.fi[m].kind == LC_FK_FULL && lc_dtype_size((mlx_dtype)c.fi[m].dtype) > c.elem)
+      c.elem = lc_dtype_size((mlx_dtype)c.fi[m].dtype);
+  void *probe = aligned_alloc(64, (scratch_bytes(&c) + 63) & ~(size_t)63);
   if (!probe) return lc_error("out of memory");
   free(probe);
   int64_t min_rows = LC_PARALLEL_MIN / c.L;
