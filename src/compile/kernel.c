@@ -27,6 +27,7 @@
 #endif
 
 #include "compile/compile.h"
+#include "compile/jit.h"
 #include "core/error.h"
 #include "core/iter.h"
 #include "core/parallel.h"
@@ -71,6 +72,7 @@ struct fctx {
    * copied with non-temporal stores, which skip reading the destination. */
   bool stream;
   int out_slot0;
+  lc_jit_fn jit; /* native code for the whole region, or NULL */
 };
 
 void lc_fused_copy_out(char *dst, const char *src, size_t n, bool stream) {
@@ -167,6 +169,17 @@ static void gather(const struct fctx *c, const struct fin *f, int64_t t, int64_t
 static void run_tile(const struct fctx *c, char *scratch, size_t slot_bytes, int64_t t,
                      int64_t len, const void *const *iptr, const int64_t *istr) {
   const struct lc_fused_hdr *h = c->h;
+  if (c->jit) {
+    void *outs[64];
+    for (int o = 0; o < h->nout; o++)
+      outs[o] = c->stream ? scratch + slot_bytes * (size_t)(c->out_slot0 + o)
+                          : c->obase[o] + t * (int64_t)c->osz[o];
+    c->jit(len, outs, iptr, istr);
+    if (c->stream)
+      for (int o = 0; o < h->nout; o++)
+        copy_out(c, c->obase[o] + t * (int64_t)c->osz[o], outs[o], (size_t)len * c->osz[o]);
+    return;
+  }
   const struct lc_fused_ins *ins = lc_fused_instrs(h);
   const void *vptr[h->ninstr > 0 ? h->ninstr : 1];
   for (int m = 0; m < h->ninstr; m++) {
@@ -368,6 +381,13 @@ static int fused_eval(struct lc_node *n) {
     f->gslot = f->affine ? -1 : c.nslots++;
   }
   c.in = fins;
+  int64_t jit_min = lc_jit_min_size();
+  if (jit_min >= 0 && c.size >= jit_min && c.nin <= 32) {
+    unsigned scalars = 0;
+    for (int k = 0; k < c.nin; k++)
+      if (n->in[k]->size == 1) scalars |= 1u << k;
+    c.jit = lc_jit_get(h, scalars);
+  }
   int64_t mst[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
   c.mst = mst;
   merge_dims(&c, rs);

@@ -1,0 +1,354 @@
+/* Native code for fused elementwise regions.
+ *
+ * The tile interpreter (kernel.c) runs a region one primitive at a time
+ * over cache-resident tiles; every value makes a round trip through L1.
+ * For float32 regions of the common arithmetic and math primitives, this
+ * file instead writes the region as one C loop (values stay in registers),
+ * builds it once with the system C compiler into a shared object, caches it
+ * on disk and loads it with dlopen. The generated code calls the same
+ * functions as the elementwise kernels (ops/vmath.h, embedded at build
+ * time), so results differ from the interpreter's only by FMA contraction
+ * across primitives (one rounding instead of two).
+ *
+ * Invariants:
+ *  - a kernel is identified by the hash of its source text, which encodes
+ *    everything it depends on (instructions, params, which inputs are
+ *    scalars, the target ISA level); the on-disk name is that hash;
+ *  - the process-wide table of loaded kernels only grows, under `lock`;
+ *    a failed build is remembered (NULL entry) and never retried, and
+ *    callers fall back to the interpreter;
+ *  - nothing here reports errors: the JIT is an optimisation only.
+ *
+ * Environment: LACE_JIT=0 disables it; LACE_JIT_MIN (elements, default
+ * 1M) is the smallest region it builds for (a build costs tens of
+ * milliseconds, once per kernel per machine); LACE_JIT_CACHE sets the
+ * directory (default $XDG_CACHE_HOME/lace, ~/.cache/lace, or
+ * /tmp/lace-jit-<uid>); CC the compiler (default cc). */
+#include "compile/jit.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ops/prim.h"
+#include "vmath_src.h"
+
+extern char **environ;
+
+/* ---- source generation ---- */
+
+struct sbuf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+};
+
+static void put(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct sbuf *b, const char *fmt, ...) {
+  if (b->oom) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+      b->oom = true;
+      return;
+    }
+    if (b->p && b->n + (size_t)k < b->cap) {
+      b->n += (size_t)k;
+      return;
+    }
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap <= b->n + (size_t)k) cap *= 2;
+    char *np = realloc(b->p, cap);
+    if (!np) {
+      b->oom = true;
+      return;
+    }
+    b->p = np;
+    b->cap = cap;
+  }
+}
+
+/* The C expression of instruction x over operands a and b (names), or NULL
+ * when the primitive has no float32 expression here. The expressions are
+ * the float32 ones of ops/unary.c and ops/binary.c. */
+static bool expr(struct sbuf *s, const struct lc_fused_ins *x, const char *a, const char *b) {
+  switch (x->op) {
+  case LC_OP_ADD: put(s, "%s + %s", a, b); return true;
+  case LC_OP_SUBTRACT: put(s, "%s - %s", a, b); return true;
+  case LC_OP_MULTIPLY: put(s, "%s * %s", a, b); return true;
+  case LC_OP_DIVIDE: put(s, "%s / %s", a, b); return true;
+  case LC_OP_MAXIMUM: put(s, "((%s > %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
+  case LC_OP_MINIMUM: put(s, "((%s < %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
+  case LC_OP_NEGATIVE: put(s, "-%s", a); return true;
+  case LC_OP_ABS: put(s, "__builtin_fabsf(%s)", a); return true;
+  case LC_OP_SQUARE: put(s, "%s * %s", a, a); return true;
+  case LC_OP_SQRT: put(s, "__builtin_sqrtf(%s)", a); return true;
+  case LC_OP_RSQRT: put(s, "1.0f / __builtin_sqrtf(%s)", a); return true;
+  case LC_OP_EXP: put(s, "lc_vexpf(%s)", a); return true;
+  case LC_OP_LOG: put(s, "lc_vlogf(%s)", a); return true;
+  case LC_OP_TANH: put(s, "lc_vtanhf(%s)", a); return true;
+  case LC_OP_SIGMOID: put(s, "lc_vsigmoidf(%s)", a); return true;
+  case LC_OP_ERF: put(s, "lc_verff(%s)", a); return true;
+  case LC_OP_ASTYPE: put(s, "%s", a); return true; /* float32 -> float32 only */
+  default: return false;
+  }
+}
+
+static bool eligible(const struct lc_fused_hdr *h) {
+  if (h->rows || h->ninstr < 1) return false;
+  const struct lc_fused_in *fin = lc_fused_ins_in(h);
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  for (int k = 0; k < h->nin; k++)
+    if (fin[k].dtype != MLX_FLOAT32) return false;
+  for (int m = 0; m < h->ninstr; m++) {
+    const struct lc_fused_ins *x = &fi[m];
+    if (x->dtype != MLX_FLOAT32 || x->in_dt != MLX_FLOAT32 || x->nin > 2) return false;
+    struct sbuf probe = {0};
+    bool ok = expr(&probe, x, "a", "b");
+    free(probe.p);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/* The ISA level the kernel is built for (part of its identity). */
+static const char *isa_flag(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+    return "-march=x86-64-v4";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "-march=x86-64-v3";
+#endif
+  return "-O3"; /* baseline x86-64 (a harmless repeat of -O3) */
+}
+
+/* Operand name of argument a of an instruction. */
+static void operand(char *buf, size_t len, int a) {
+  if (a < 0)
+    snprintf(buf, len, "x%d", -a - 1);
+  else
+    snprintf(buf, len, "t%d", a);
+}
+
+/* One loop body: loads (stride expression per input), the instructions,
+ * the stores. */
+static void body(struct sbuf *s, const struct lc_fused_hdr *h, unsigned scalars, bool unit) {
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  for (int k = 0; k < h->nin; k++) {
+    if (scalars >> k & 1) continue;
+    if (unit)
+      put(s, "    const float x%d = i%d[i];\n", k, k);
+    else
+      put(s, "    const float x%d = i%d[i * s%d];\n", k, k, k);
+  }
+  for (int m = 0; m < h->ninstr; m++) {
+    char a[24] = "", b[24] = "";
+    operand(a, sizeof a, fi[m].arg[0]);
+    if (fi[m].nin > 1) operand(b, sizeof b, fi[m].arg[1]);
+    put(s, "    const float t%d = ", m);
+    expr(s, &fi[m], a, b);
+    put(s, ";\n");
+    if (fi[m].out >= 0) put(s, "    o%d[i] = t%d;\n", fi[m].out, m);
+  }
+}
+
+/* The kernel's C source; NULL when out of memory. */
+static char *generate(const struct lc_fused_hdr *h, unsigned scalars, const char *isa) {
+  struct sbuf s = {0};
+  put(&s, "/* lace fused kernel (%s) */\n%s\n", isa, lc_vmath_src);
+  put(&s, "void lace_fused(long n, void *const *out, const void *const *in, const long *is) {\n");
+  for (int k = 0; k < h->nin; k++) {
+    if (scalars >> k & 1)
+      put(&s, "  const float x%d = *(const float *)in[%d];\n", k, k);
+    else
+      put(&s, "  const float *i%d = in[%d];\n  const long s%d = is[%d];\n", k, k, k, k);
+  }
+  for (int o = 0; o < h->nout; o++) put(&s, "  float *o%d = out[%d];\n", o, o);
+  put(&s, "  if (1");
+  for (int k = 0; k < h->nin; k++)
+    if (!(scalars >> k & 1)) put(&s, " && s%d == 1", k);
+  put(&s, ") {\n  for (long b = 0; b < n; b += 64) {\n    long e = b + 64 < n ? b + 64 : n;\n");
+  /* streamed inputs are prefetched 8 KiB ahead, a block of 64 at a time,
+   * so that memory traffic overlaps the arithmetic (the hardware prefetcher
+   * alone lags behind: gelu 5.6 -> 5.2 ms, BENCHMARKS.md) */
+  for (int k = 0; k < h->nin; k++)
+    if (!(scalars >> k & 1))
+      for (int q = 0; q < 4; q++) put(&s, "    __builtin_prefetch(i%d + b + 2048 + %d);\n", k, 16 * q);
+  put(&s, "  for (long i = b; i < e; i++) {\n");
+  body(&s, h, scalars, true);
+  put(&s, "  }\n  }\n  } else {\n  for (long i = 0; i < n; i++) {\n");
+  body(&s, h, scalars, false);
+  put(&s, "  }\n  }\n}\n");
+  /* params are unused by the whitelisted primitives: nothing else to add */
+  if (s.oom) {
+    free(s.p);
+    return NULL;
+  }
+  return s.p;
+}
+
+static uint64_t fnv1a(const char *p) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  return h;
+}
+
+/* ---- building and loading ---- */
+
+static bool cache_dir(char *buf, size_t len) {
+  const char *e = getenv("LACE_JIT_CACHE");
+  int k;
+  if (e && *e)
+    k = snprintf(buf, len, "%s", e);
+  else if ((e = getenv("XDG_CACHE_HOME")) && *e)
+    k = snprintf(buf, len, "%s/lace", e);
+  else if ((e = getenv("HOME")) && *e)
+    k = snprintf(buf, len, "%s/.cache/lace", e);
+  else
+    k = snprintf(buf, len, "/tmp/lace-jit-%u", (unsigned)getuid());
+  if (k <= 0 || (size_t)k >= len) return false;
+  /* create the path's missing directories */
+  for (char *q = buf + 1; *q; q++) {
+    if (*q != '/') continue;
+    *q = 0;
+    mkdir(buf, 0700);
+    *q = '/';
+  }
+  return mkdir(buf, 0700) == 0 || errno == EEXIST;
+}
+
+/* Runs the compiler; true when it exited with status 0. */
+static bool run_cc(const char *isa, const char *src, const char *obj) {
+  const char *cc = getenv("CC");
+  if (!cc || !*cc) cc = "cc";
+  char *argv[] = {(char *)cc,      "-O3",          (char *)isa,   "-std=c17",
+                  "-fPIC",         "-shared",      "-fno-math-errno", "-fno-trapping-math",
+                  "-ffp-contract=fast", "-w", "-o", (char *)obj, (char *)src, NULL};
+  posix_spawn_file_actions_t fa;
+  if (posix_spawn_file_actions_init(&fa)) return false;
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc) return false;
+  int st;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* Loads (building it first if needed) the kernel of source src. */
+static lc_jit_fn build_and_load(const char *src, uint64_t hash, const char *isa) {
+  char dir[512], so[640], tmp_c[700], tmp_so[700];
+  if (!cache_dir(dir, sizeof dir)) return NULL;
+  snprintf(so, sizeof so, "%s/fused-%016llx.so", dir, (unsigned long long)hash);
+  void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    /* private temporaries, renamed into place: concurrent processes never
+     * see a partial object */
+    snprintf(tmp_c, sizeof tmp_c, "%s/.fused-%016llx-%ld.c", dir, (unsigned long long)hash,
+             (long)getpid());
+    snprintf(tmp_so, sizeof tmp_so, "%s/.fused-%016llx-%ld.so", dir, (unsigned long long)hash,
+             (long)getpid());
+    FILE *f = fopen(tmp_c, "w");
+    if (!f) return NULL;
+    bool ok = fputs(src, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    ok = ok && run_cc(isa, tmp_c, tmp_so) && rename(tmp_so, so) == 0;
+    if (!getenv("LACE_JIT_KEEP")) remove(tmp_c);
+    if (!ok) {
+      remove(tmp_so);
+      return NULL;
+    }
+    lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return NULL;
+  }
+  lc_jit_fn fn;
+  void *sym = dlsym(lib, "lace_fused");
+  memcpy(&fn, &sym, sizeof fn);
+  return fn; /* the library stays loaded for the process's lifetime */
+}
+
+/* ---- the table of kernels ---- */
+
+struct entry {
+  uint64_t hash;
+  lc_jit_fn fn; /* NULL: the build failed */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct entry *table; /* open addressing, cap a power of two */
+static size_t table_n, table_cap;
+
+static struct entry *find(uint64_t hash) {
+  for (size_t i = hash & (table_cap - 1);; i = (i + 1) & (table_cap - 1))
+    if (!table[i].hash || table[i].hash == hash) return &table[i];
+}
+
+static bool grow(void) {
+  size_t cap = table_cap ? 2 * table_cap : 64;
+  struct entry *old = table, *nt = calloc(cap, sizeof *nt);
+  if (!nt) return false;
+  size_t oc = table_cap;
+  table = nt;
+  table_cap = cap;
+  for (size_t i = 0; i < oc; i++)
+    if (old[i].hash) *find(old[i].hash) = old[i];
+  free(old);
+  return true;
+}
+
+long lc_jit_kernels(void) {
+  long k = 0;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < table_cap; i++) k += table[i].hash && table[i].fn;
+  pthread_mutex_unlock(&lock);
+  return k;
+}
+
+int64_t lc_jit_min_size(void) {
+  const char *e = getenv("LACE_JIT");
+  if (e && strcmp(e, "0") == 0) return -1;
+  e = getenv("LACE_JIT_MIN");
+  return e && *e ? atoll(e) : (int64_t)1 << 20;
+}
+
+lc_jit_fn lc_jit_get(const struct lc_fused_hdr *h, unsigned scalars) {
+  if (h->nin > 32 || !eligible(h)) return NULL;
+  const char *isa = isa_flag();
+  char *src = generate(h, scalars, isa);
+  if (!src) return NULL;
+  uint64_t hash = fnv1a(src);
+  if (!hash) hash = 1; /* 0 marks empty slots */
+  lc_jit_fn fn = NULL;
+  pthread_mutex_lock(&lock);
+  if (table_n + 1 > table_cap / 2 && !grow()) goto out;
+  struct entry *e = find(hash);
+  if (e->hash) {
+    fn = e->fn;
+    goto out;
+  }
+  fn = build_and_load(src, hash, isa);
+  e = find(hash); /* unchanged: only this thread writes, under the lock */
+  e->hash = hash;
+  e->fn = fn;
+  table_n++;
+out:
+  pthread_mutex_unlock(&lock);
+  free(src);
+  return fn;
+}
