@@ -35,6 +35,7 @@
 #include "ops/tuple.h"
 
 #define LC_FUSED_TILE 256
+#define LC_JIT_TILE 512 /* native kernels keep values in registers: longer calls */
 /* Inputs read as unit-stride runs are prefetched this many tiles ahead:
  * the hardware prefetcher alone does not run far enough ahead of a tile's
  * computation, so loads and arithmetic would not overlap (measured on
@@ -73,10 +74,27 @@ struct fctx {
   bool stream;
   int out_slot0;
   lc_jit_fn jit; /* native code for the whole region, or NULL */
+  int64_t tile; /* elements per tile */
 };
+
+#ifdef LC_HAVE_STREAM
+__attribute__((target("avx512f"))) static void copy_nt512(char *dst, const char *src, size_t n) {
+  while (n && ((uintptr_t)dst & 63)) {
+    *dst++ = *src++;
+    n--;
+  }
+  for (; n >= 64; n -= 64, dst += 64, src += 64)
+    _mm512_stream_si512((void *)dst, _mm512_loadu_si512((const void *)src));
+  memcpy(dst, src, n);
+}
+#endif
 
 void lc_fused_copy_out(char *dst, const char *src, size_t n, bool stream) {
 #ifdef LC_HAVE_STREAM
+  if (stream && __builtin_cpu_supports("avx512f")) {
+    copy_nt512(dst, src, n);
+    return;
+  }
   if (stream) {
     while (n && ((uintptr_t)dst & 15)) {
       *dst++ = *src++;
@@ -216,7 +234,7 @@ static void run_tile(const struct fctx *c, char *scratch, size_t slot_bytes, int
  * strided run over the whole space are gathered per tile. */
 static void run_flat(void *arg, int64_t lo, int64_t hi) {
   const struct fctx *c = arg;
-  int64_t T = hi - lo < LC_FUSED_TILE ? hi - lo : LC_FUSED_TILE;
+  int64_t T = hi - lo < c->tile ? hi - lo : c->tile;
   size_t slot_bytes = (size_t)T * SLOT_BYTES;
   char *scratch = c->nslots ? malloc(slot_bytes * (size_t)c->nslots) : NULL;
   if (c->nslots && !scratch) return; /* the caller probed this allocation */
@@ -388,6 +406,7 @@ static int fused_eval(struct lc_node *n) {
       if (n->in[k]->size == 1) scalars |= 1u << k;
     c.jit = lc_jit_get(h, scalars);
   }
+  c.tile = c.jit ? LC_JIT_TILE : LC_FUSED_TILE;
   int64_t mst[(c.nin > 0 ? c.nin : 1) * (c.ndim > 0 ? c.ndim : 1)];
   c.mst = mst;
   merge_dims(&c, rs);
@@ -398,7 +417,7 @@ static int fused_eval(struct lc_node *n) {
     c.nslots = h->nslot;
     c.out_slot0 = c.nslots;
     if (c.stream) c.nslots += h->nout;
-    c.row_tile = L < LC_FUSED_TILE ? L : LC_FUSED_TILE;
+    c.row_tile = L < c.tile ? L : c.tile;
     int64_t units = c.size / L * ((L + c.row_tile - 1) / c.row_tile);
     if (c.nslots && !probe_scratch(c.row_tile, c.nslots)) return lc_error("out of memory");
     int64_t min_units = LC_PARALLEL_MIN / c.row_tile;
@@ -407,7 +426,7 @@ static int fused_eval(struct lc_node *n) {
   }
   c.out_slot0 = c.nslots;
   if (c.stream) c.nslots += h->nout;
-  int64_t probe_t = c.size < LC_FUSED_TILE ? c.size : LC_FUSED_TILE;
+  int64_t probe_t = c.size < c.tile ? c.size : c.tile;
   if (c.nslots && !probe_scratch(probe_t, c.nslots)) return lc_error("out of memory");
   lc_parallel_for(c.size, LC_PARALLEL_MIN, run_flat, &c);
   return 0;
