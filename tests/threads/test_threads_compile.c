@@ -1,12 +1,18 @@
 /* Compile from many threads: each thread compiling and calling its own
  * closures (tracing state is per thread), and many threads sharing one
  * compiled closure (one trace per signature, shared cache entries whose
- * constants are read concurrently), plus concurrent cache erasure.
+ * constants are read concurrently), plus concurrent cache erasure. The
+ * larger arrays run native fused kernels (src/compile/jit.c), whose build
+ * and table the threads share.
  * Run under ThreadSanitizer by `make test-tsan`. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 #include "test.h"
+
+#include "compile/jit.h"
 
 #define NTHREADS 16
 
@@ -121,8 +127,23 @@ static int run(void *(*fn)(void *), const char *what) {
   return ok;
 }
 
+static void remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  char path[600];
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    remove(path);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
 int main(void) {
   test_init();
+  char jit_dir[] = "/tmp/lace-jit-threads-XXXXXX";
+  if (mkdtemp(jit_dir)) setenv("LACE_JIT_CACHE", jit_dir, 1);
+  setenv("LACE_JIT_MIN", "50000", 1);
   size_t base = test_active_memory();
   CHECK(run(own_worker, "own closures"));
 
@@ -148,5 +169,8 @@ int main(void) {
   mlx_array_free(shared_p.c);
   mlx_detail_compile_clear_cache();
   CHECK_MSG(test_active_memory() == base, "active %zu, baseline %zu", test_active_memory(), base);
+  if (system("cc --version >/dev/null 2>&1") == 0)
+    CHECK_MSG(lc_jit_kernels() >= 1, "the threads ran no native kernel");
+  remove_dir(jit_dir);
   return test_done();
 }
