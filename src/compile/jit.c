@@ -227,7 +227,12 @@ static bool cache_dir(char *buf, size_t len) {
     mkdir(buf, 0700);
     *q = '/';
   }
-  return mkdir(buf, 0700) == 0 || errno == EEXIST;
+  if (mkdir(buf, 0700) != 0 && errno != EEXIST) return false;
+  /* code is loaded from here: only a directory of ours that nobody else
+   * can write to will do */
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == getuid() &&
+         !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
 /* Runs the compiler; true when it exited with status 0. */

@@ -9,6 +9,7 @@
 #include "test.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "compile/jit.h"
@@ -70,6 +71,20 @@ static int fun_fail(mlx_vector_array *res, const mlx_vector_array in, void *pl) 
   if (!rc) rc = mlx_sqrt(&t, t, S);
   if (!rc) rc = mlx_vector_array_append_value(*res, t);
   mlx_array_free(x), mlx_array_free(t), mlx_array_free(one);
+  return rc;
+}
+
+/* abs(x * 3 - 1): built only with an unsafe cache directory. */
+static int fun_unsafe(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new(), t = mlx_array_new(), k = mlx_array_new_float(3.0f),
+            one = mlx_array_new_float(1.0f);
+  mlx_vector_array_get(&x, in, 0);
+  int rc = mlx_multiply(&t, x, k, S);
+  if (!rc) rc = mlx_subtract(&t, t, one, S);
+  if (!rc) rc = mlx_abs(&t, t, S);
+  if (!rc) rc = mlx_vector_array_append_value(*res, t);
+  mlx_array_free(x), mlx_array_free(t), mlx_array_free(k), mlx_array_free(one);
   return rc;
 }
 
@@ -168,6 +183,19 @@ int main(void) {
     setenv("CC", cc, 1);
   else
     unsetenv("CC");
+
+  /* a cache directory others can write to is never used (code is loaded
+   * from it) */
+  char unsafe[] = "/tmp/lace-jit-unsafe-XXXXXX";
+  CHECK(mkdtemp(unsafe) != NULL);
+  chmod(unsafe, 0777);
+  setenv("LACE_JIT_CACHE", unsafe, 1);
+  mlx_closure uf = mlx_closure_new_func_payload(fun_unsafe, NULL, NULL);
+  check("unsafe cache directory", uf, m, 1);
+  CHECK(lc_jit_kernels() == k0 && count_kernels(unsafe) == 0);
+  mlx_closure_free(uf);
+  remove_dir(unsafe);
+  setenv("LACE_JIT_CACHE", dir, 1);
 
   /* contiguous inputs with NaNs */
   mlx_array xy[2] = {with_nans(test_rand_f32(sh, 2, -3, 3)), test_rand_f32(sh, 2, -3, 3)};
