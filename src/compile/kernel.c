@@ -255,7 +255,7 @@ static void run_flat(void *arg, int64_t lo, int64_t hi) {
       }
     }
     int64_t ahead = t + LC_FUSED_PREFETCH * T;
-    if (ahead + T <= hi)
+    if (ahead + T <= hi && !c->jit) /* native kernels prefetch for themselves */
       for (int k = 0; k < c->nin; k++)
         if (c->in[k].affine && c->in[k].stride == 1)
           prefetch_run(c->in[k].base + ahead * (int64_t)c->in[k].isz, T * (int64_t)c->in[k].isz);
@@ -288,7 +288,7 @@ static void run_rows(void *arg, int64_t lo, int64_t hi) {
       iptr[k] = c->in[k].base + off * (int64_t)c->in[k].isz;
       istr[k] = st[nd - 1];
     }
-    if (u + LC_FUSED_PREFETCH < hi) { /* the unit LC_FUSED_PREFETCH ahead */
+    if (u + LC_FUSED_PREFETCH < hi && !c->jit) { /* the unit LC_FUSED_PREFETCH ahead */
       int64_t u2 = u + LC_FUSED_PREFETCH, row2 = u2 / tpr, col2 = (u2 % tpr) * T;
       int64_t len2 = L - col2 < T ? L - col2 : T;
       for (int k = 0; k < c->nin; k++) {
