@@ -17,10 +17,10 @@ import os
 import re
 import subprocess
 import sys
-import time
+
+from compare_numpy import best_time  # the shared timing protocol
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MIN_TIME = float(os.environ.get("LACE_BENCH_MIN_TIME", "0.3"))
 LINE = re.compile(r"^BENCH\s+compile/(\S+)_(eager|compiled)\s+shape=(\S+)\s+\S+\s+best_ms=(\S+)")
 
 
@@ -35,16 +35,6 @@ def parse(text):
         ent = out.setdefault(m.group(1), [shape, None, None])
         ent[1 if m.group(2) == "eager" else 2] = float(m.group(4)) / 1e3
     return out
-
-
-def best_time(fn):
-    fn()
-    times, start = [], time.perf_counter()
-    while len(times) < 64 and (len(times) < 3 or time.perf_counter() - start < MIN_TIME):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def cases(xp, erf):

@@ -9,7 +9,6 @@
  * do by default (%g, 6 significant digits), bool as true/false, int8/uint8
  * as numbers, complex as "re+imj" / "re-imj". 0-d arrays print the value. */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,55 +17,22 @@
 #include "api/handles.h"
 #include "core/graph.h"
 #include "core/half.h"
+#include "core/strbuf.h"
 #include "ops/dtype_dispatch.h"
 
-struct sbuf {
-  char *data;
-  size_t len, cap;
-  int oom;
-};
+static void put_float(struct lc_strbuf *b, double v) { lc_strbuf_put(b, "%g", v); }
 
-static void put(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      b->oom = 1;
-      return;
-    }
-    if ((size_t)n < b->cap - b->len) {
-      b->len += (size_t)n;
-      return;
-    }
-    size_t cap = (b->cap + (size_t)n + 1) * 2;
-    char *d = realloc(b->data, cap);
-    if (!d) {
-      b->oom = 1;
-      return;
-    }
-    b->data = d;
-    b->cap = cap;
-  }
-}
-
-static void put_float(struct sbuf *b, double v) { put(b, "%g", v); }
-
-static void put_elem(struct sbuf *b, mlx_dtype t, const void *p) {
+static void put_elem(struct lc_strbuf *b, mlx_dtype t, const void *p) {
   switch (t) {
-  case MLX_BOOL: put(b, "%s", *(const bool *)p ? "true" : "false"); break;
-  case MLX_UINT8: put(b, "%u", (unsigned)*(const uint8_t *)p); break;
-  case MLX_UINT16: put(b, "%u", (unsigned)*(const uint16_t *)p); break;
-  case MLX_UINT32: put(b, "%" PRIu32, *(const uint32_t *)p); break;
-  case MLX_UINT64: put(b, "%" PRIu64, *(const uint64_t *)p); break;
-  case MLX_INT8: put(b, "%d", (int)*(const int8_t *)p); break;
-  case MLX_INT16: put(b, "%d", (int)*(const int16_t *)p); break;
-  case MLX_INT32: put(b, "%" PRId32, *(const int32_t *)p); break;
-  case MLX_INT64: put(b, "%" PRId64, *(const int64_t *)p); break;
+  case MLX_BOOL: lc_strbuf_put(b, "%s", *(const bool *)p ? "true" : "false"); break;
+  case MLX_UINT8: lc_strbuf_put(b, "%u", (unsigned)*(const uint8_t *)p); break;
+  case MLX_UINT16: lc_strbuf_put(b, "%u", (unsigned)*(const uint16_t *)p); break;
+  case MLX_UINT32: lc_strbuf_put(b, "%" PRIu32, *(const uint32_t *)p); break;
+  case MLX_UINT64: lc_strbuf_put(b, "%" PRIu64, *(const uint64_t *)p); break;
+  case MLX_INT8: lc_strbuf_put(b, "%d", (int)*(const int8_t *)p); break;
+  case MLX_INT16: lc_strbuf_put(b, "%d", (int)*(const int16_t *)p); break;
+  case MLX_INT32: lc_strbuf_put(b, "%" PRId32, *(const int32_t *)p); break;
+  case MLX_INT64: lc_strbuf_put(b, "%" PRId64, *(const int64_t *)p); break;
   case MLX_FLOAT16: put_float(b, lc_f16_to_f32(*(const uint16_t *)p)); break;
   case MLX_BFLOAT16: put_float(b, lc_bf16_to_f32(*(const uint16_t *)p)); break;
   case MLX_FLOAT32: put_float(b, *(const float *)p); break;
@@ -75,31 +41,31 @@ static void put_elem(struct sbuf *b, mlx_dtype t, const void *p) {
     const float *c = p;
     put_float(b, c[0]);
     if (c[1] >= 0) {
-      put(b, "+");
+      lc_strbuf_put(b, "+");
       put_float(b, c[1]);
     } else {
-      put(b, "-");
+      lc_strbuf_put(b, "-");
       put_float(b, -c[1]);
     }
-    put(b, "j");
+    lc_strbuf_put(b, "j");
     break;
   }
-  default: put(b, "?"); break;
+  default: lc_strbuf_put(b, "?"); break;
   }
 }
 
 enum { EDGE_ITEMS = 3 };
 
-static void put_sub(struct sbuf *b, const struct lc_node *n, int64_t index, int dim) {
+static void put_sub(struct lc_strbuf *b, const struct lc_node *n, int64_t index, int dim) {
   size_t isz = lc_dtype_size(n->dtype);
   int len = n->shape[dim];
   int64_t st = n->strides[dim];
   bool last = dim == n->ndim - 1;
-  put(b, "[");
+  lc_strbuf_put(b, "[");
   for (int i = 0; i < len; i++) {
-    if (i > 0 && !last) put(b, "%*s", 7 + dim, "");
+    if (i > 0 && !last) lc_strbuf_put(b, "%*s", 7 + dim, "");
     if (i == EDGE_ITEMS && len > 2 * EDGE_ITEMS) {
-      put(b, "...");
+      lc_strbuf_put(b, "...");
       index += st * (len - 2 * EDGE_ITEMS - 1);
       i = len - EDGE_ITEMS - 1;
     } else if (last) {
@@ -107,10 +73,10 @@ static void put_sub(struct sbuf *b, const struct lc_node *n, int64_t index, int 
     } else {
       put_sub(b, n, index, dim + 1);
     }
-    if (i != len - 1) put(b, last ? ", " : ",\n");
+    if (i != len - 1) lc_strbuf_put(b, last ? ", " : ",\n");
     index += st;
   }
-  put(b, "]");
+  lc_strbuf_put(b, "]");
 }
 
 int mlx_array_tostring(mlx_string *str, const mlx_array arr) {
@@ -118,13 +84,13 @@ int mlx_array_tostring(mlx_string *str, const mlx_array arr) {
   LC_CHECK_ARR("mlx_array_tostring", arr);
   struct lc_node *n = lc_arr(arr);
   if (lc_eval(&n, 1)) return 1;
-  struct sbuf b = {NULL, 0, 0, 0};
-  put(&b, "array(");
+  struct lc_strbuf b = {0};
+  lc_strbuf_put(&b, "array(");
   if (n->ndim == 0)
     put_elem(&b, n->dtype, lc_node_data(n));
   else
     put_sub(&b, n, n->offset, 0);
-  put(&b, ", dtype=%s)", lc_dtype_name(n->dtype));
+  lc_strbuf_put(&b, ", dtype=%s)", lc_dtype_name(n->dtype));
   int rc = b.oom ? lc_error("mlx_array_tostring: out of memory") : lc_string_assign(str, b.data);
   free(b.data);
   return rc;

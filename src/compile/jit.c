@@ -28,7 +28,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -39,6 +38,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/strbuf.h"
 #include "ops/prim.h"
 #include "vmath_src.h"
 
@@ -46,62 +46,28 @@ extern char **environ;
 
 /* ---- source generation ---- */
 
-struct sbuf {
-  char *p;
-  size_t n, cap;
-  bool oom;
-};
-
-static void put(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct sbuf *b, const char *fmt, ...) {
-  if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) {
-      b->oom = true;
-      return;
-    }
-    if (b->p && b->n + (size_t)k < b->cap) {
-      b->n += (size_t)k;
-      return;
-    }
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap <= b->n + (size_t)k) cap *= 2;
-    char *np = realloc(b->p, cap);
-    if (!np) {
-      b->oom = true;
-      return;
-    }
-    b->p = np;
-    b->cap = cap;
-  }
-}
-
 /* The C expression of instruction x over operands a and b (names), or NULL
  * when the primitive has no float32 expression here. The expressions are
  * the float32 ones of ops/unary.c and ops/binary.c. */
-static bool expr(struct sbuf *s, const struct lc_fused_ins *x, const char *a, const char *b) {
+static bool expr(struct lc_strbuf *s, const struct lc_fused_ins *x, const char *a, const char *b) {
   switch (x->op) {
-  case LC_OP_ADD: put(s, "%s + %s", a, b); return true;
-  case LC_OP_SUBTRACT: put(s, "%s - %s", a, b); return true;
-  case LC_OP_MULTIPLY: put(s, "%s * %s", a, b); return true;
-  case LC_OP_DIVIDE: put(s, "%s / %s", a, b); return true;
-  case LC_OP_MAXIMUM: put(s, "((%s > %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
-  case LC_OP_MINIMUM: put(s, "((%s < %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
-  case LC_OP_NEGATIVE: put(s, "-%s", a); return true;
-  case LC_OP_ABS: put(s, "__builtin_fabsf(%s)", a); return true;
-  case LC_OP_SQUARE: put(s, "%s * %s", a, a); return true;
-  case LC_OP_SQRT: put(s, "__builtin_sqrtf(%s)", a); return true;
-  case LC_OP_RSQRT: put(s, "1.0f / __builtin_sqrtf(%s)", a); return true;
-  case LC_OP_EXP: put(s, "lc_vexpf(%s)", a); return true;
-  case LC_OP_LOG: put(s, "lc_vlogf(%s)", a); return true;
-  case LC_OP_TANH: put(s, "lc_vtanhf(%s)", a); return true;
-  case LC_OP_SIGMOID: put(s, "lc_vsigmoidf(%s)", a); return true;
-  case LC_OP_ERF: put(s, "lc_verff(%s)", a); return true;
-  case LC_OP_ASTYPE: put(s, "%s", a); return true; /* float32 -> float32 only */
+  case LC_OP_ADD: lc_strbuf_put(s, "%s + %s", a, b); return true;
+  case LC_OP_SUBTRACT: lc_strbuf_put(s, "%s - %s", a, b); return true;
+  case LC_OP_MULTIPLY: lc_strbuf_put(s, "%s * %s", a, b); return true;
+  case LC_OP_DIVIDE: lc_strbuf_put(s, "%s / %s", a, b); return true;
+  case LC_OP_MAXIMUM: lc_strbuf_put(s, "((%s > %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
+  case LC_OP_MINIMUM: lc_strbuf_put(s, "((%s < %s || %s != %s) ? %s : %s)", a, b, a, a, a, b); return true;
+  case LC_OP_NEGATIVE: lc_strbuf_put(s, "-%s", a); return true;
+  case LC_OP_ABS: lc_strbuf_put(s, "__builtin_fabsf(%s)", a); return true;
+  case LC_OP_SQUARE: lc_strbuf_put(s, "%s * %s", a, a); return true;
+  case LC_OP_SQRT: lc_strbuf_put(s, "__builtin_sqrtf(%s)", a); return true;
+  case LC_OP_RSQRT: lc_strbuf_put(s, "1.0f / __builtin_sqrtf(%s)", a); return true;
+  case LC_OP_EXP: lc_strbuf_put(s, "lc_vexpf(%s)", a); return true;
+  case LC_OP_LOG: lc_strbuf_put(s, "lc_vlogf(%s)", a); return true;
+  case LC_OP_TANH: lc_strbuf_put(s, "lc_vtanhf(%s)", a); return true;
+  case LC_OP_SIGMOID: lc_strbuf_put(s, "lc_vsigmoidf(%s)", a); return true;
+  case LC_OP_ERF: lc_strbuf_put(s, "lc_verff(%s)", a); return true;
+  case LC_OP_ASTYPE: lc_strbuf_put(s, "%s", a); return true; /* float32 -> float32 only */
   default: return false;
   }
 }
@@ -115,9 +81,9 @@ static bool eligible(const struct lc_fused_hdr *h) {
   for (int m = 0; m < h->ninstr; m++) {
     const struct lc_fused_ins *x = &fi[m];
     if (x->dtype != MLX_FLOAT32 || x->in_dt != MLX_FLOAT32 || x->nin > 2) return false;
-    struct sbuf probe = {0};
+    struct lc_strbuf probe = {0};
     bool ok = expr(&probe, x, "a", "b");
-    free(probe.p);
+    free(probe.data);
     if (!ok) return false;
   }
   return true;
@@ -145,59 +111,59 @@ static void operand(char *buf, size_t len, int a) {
 
 /* One loop body: loads (stride expression per input), the instructions,
  * the stores. */
-static void body(struct sbuf *s, const struct lc_fused_hdr *h, unsigned scalars, bool unit) {
+static void body(struct lc_strbuf *s, const struct lc_fused_hdr *h, unsigned scalars, bool unit) {
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
   for (int k = 0; k < h->nin; k++) {
     if (scalars >> k & 1) continue;
     if (unit)
-      put(s, "    const float x%d = i%d[i];\n", k, k);
+      lc_strbuf_put(s, "    const float x%d = i%d[i];\n", k, k);
     else
-      put(s, "    const float x%d = i%d[i * s%d];\n", k, k, k);
+      lc_strbuf_put(s, "    const float x%d = i%d[i * s%d];\n", k, k, k);
   }
   for (int m = 0; m < h->ninstr; m++) {
     char a[24] = "", b[24] = "";
     operand(a, sizeof a, fi[m].arg[0]);
     if (fi[m].nin > 1) operand(b, sizeof b, fi[m].arg[1]);
-    put(s, "    const float t%d = ", m);
+    lc_strbuf_put(s, "    const float t%d = ", m);
     expr(s, &fi[m], a, b);
-    put(s, ";\n");
-    if (fi[m].out >= 0) put(s, "    o%d[i] = t%d;\n", fi[m].out, m);
+    lc_strbuf_put(s, ";\n");
+    if (fi[m].out >= 0) lc_strbuf_put(s, "    o%d[i] = t%d;\n", fi[m].out, m);
   }
 }
 
 /* The kernel's C source; NULL when out of memory. */
 static char *generate(const struct lc_fused_hdr *h, unsigned scalars, const char *isa) {
-  struct sbuf s = {0};
-  put(&s, "/* lace fused kernel (%s) */\n%s\n", isa, lc_vmath_src);
-  put(&s, "void lace_fused(long n, void *const *out, const void *const *in, const long *is) {\n");
+  struct lc_strbuf s = {0};
+  lc_strbuf_put(&s, "/* lace fused kernel (%s) */\n%s\n", isa, lc_vmath_src);
+  lc_strbuf_put(&s, "void lace_fused(long n, void *const *out, const void *const *in, const long *is) {\n");
   for (int k = 0; k < h->nin; k++) {
     if (scalars >> k & 1)
-      put(&s, "  const float x%d = *(const float *)in[%d];\n", k, k);
+      lc_strbuf_put(&s, "  const float x%d = *(const float *)in[%d];\n", k, k);
     else
-      put(&s, "  const float *i%d = in[%d];\n  const long s%d = is[%d];\n", k, k, k, k);
+      lc_strbuf_put(&s, "  const float *i%d = in[%d];\n  const long s%d = is[%d];\n", k, k, k, k);
   }
-  for (int o = 0; o < h->nout; o++) put(&s, "  float *o%d = out[%d];\n", o, o);
-  put(&s, "  if (1");
+  for (int o = 0; o < h->nout; o++) lc_strbuf_put(&s, "  float *o%d = out[%d];\n", o, o);
+  lc_strbuf_put(&s, "  if (1");
   for (int k = 0; k < h->nin; k++)
-    if (!(scalars >> k & 1)) put(&s, " && s%d == 1", k);
-  put(&s, ") {\n  for (long b = 0; b < n; b += 64) {\n    long e = b + 64 < n ? b + 64 : n;\n");
+    if (!(scalars >> k & 1)) lc_strbuf_put(&s, " && s%d == 1", k);
+  lc_strbuf_put(&s, ") {\n  for (long b = 0; b < n; b += 64) {\n    long e = b + 64 < n ? b + 64 : n;\n");
   /* streamed inputs are prefetched 8 KiB ahead, a block of 64 at a time,
    * so that memory traffic overlaps the arithmetic (the hardware prefetcher
    * alone lags behind: gelu 5.6 -> 5.2 ms, BENCHMARKS.md) */
   for (int k = 0; k < h->nin; k++)
     if (!(scalars >> k & 1))
-      for (int q = 0; q < 4; q++) put(&s, "    __builtin_prefetch(i%d + b + 2048 + %d);\n", k, 16 * q);
-  put(&s, "  for (long i = b; i < e; i++) {\n");
+      for (int q = 0; q < 4; q++) lc_strbuf_put(&s, "    __builtin_prefetch(i%d + b + 2048 + %d);\n", k, 16 * q);
+  lc_strbuf_put(&s, "  for (long i = b; i < e; i++) {\n");
   body(&s, h, scalars, true);
-  put(&s, "  }\n  }\n  } else {\n  for (long i = 0; i < n; i++) {\n");
+  lc_strbuf_put(&s, "  }\n  }\n  } else {\n  for (long i = 0; i < n; i++) {\n");
   body(&s, h, scalars, false);
-  put(&s, "  }\n  }\n}\n");
+  lc_strbuf_put(&s, "  }\n  }\n}\n");
   /* params are unused by the whitelisted primitives: nothing else to add */
   if (s.oom) {
-    free(s.p);
+    free(s.data);
     return NULL;
   }
-  return s.p;
+  return s.data;
 }
 
 static uint64_t fnv1a(const char *p) {

@@ -5,11 +5,13 @@
 #ifndef LACE_TEST_H
 #define LACE_TEST_H
 
+#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mlx/c/mlx.h"
 
@@ -168,6 +170,19 @@ static void test_check_close(const char *file, int line, mlx_array a, const doub
   } while (0)
 
 /* ---- leaks ---- */
+/* Removes directory dir and the files in it (a test's scratch directory). */
+static void test_remove_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  char path[1024];
+  for (struct dirent *e; d && (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    remove(path);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
+}
+
 static size_t test_active_memory(void) {
   size_t m = 0;
   mlx_get_active_memory(&m);

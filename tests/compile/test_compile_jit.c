@@ -143,18 +143,6 @@ static int count_kernels(const char *dir) {
   return k;
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  char path[600];
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    remove(path);
-  }
-  if (d) closedir(d);
-  rmdir(dir);
-}
-
 int main(void) {
   test_init();
   S = test_stream();
@@ -194,7 +182,7 @@ int main(void) {
   check("unsafe cache directory", uf, m, 1);
   CHECK(lc_jit_kernels() == k0 && count_kernels(unsafe) == 0);
   mlx_closure_free(uf);
-  remove_dir(unsafe);
+  test_remove_dir(unsafe);
   setenv("LACE_JIT_CACHE", dir, 1);
 
   /* contiguous inputs with NaNs */
@@ -244,6 +232,6 @@ int main(void) {
   mlx_closure_free(math);
   mlx_closure_free(failing);
   mlx_detail_compile_clear_cache();
-  remove_dir(dir);
+  test_remove_dir(dir);
   return test_done();
 }

@@ -5,10 +5,8 @@
  * larger arrays run native fused kernels (src/compile/jit.c), whose build
  * and table the threads share.
  * Run under ThreadSanitizer by `make test-tsan`. */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <unistd.h>
 
 #include "test.h"
 
@@ -127,18 +125,6 @@ static int run(void *(*fn)(void *), const char *what) {
   return ok;
 }
 
-static void remove_dir(const char *dir) {
-  DIR *d = opendir(dir);
-  char path[600];
-  for (struct dirent *e; d && (e = readdir(d));) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    remove(path);
-  }
-  if (d) closedir(d);
-  rmdir(dir);
-}
-
 int main(void) {
   test_init();
   char jit_dir[] = "/tmp/lace-jit-threads-XXXXXX";
@@ -171,6 +157,6 @@ int main(void) {
   CHECK_MSG(test_active_memory() == base, "active %zu, baseline %zu", test_active_memory(), base);
   if (system("cc --version >/dev/null 2>&1") == 0)
     CHECK_MSG(lc_jit_kernels() >= 1, "the threads ran no native kernel");
-  remove_dir(jit_dir);
+  test_remove_dir(jit_dir);
   return test_done();
 }
