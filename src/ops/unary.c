@@ -132,9 +132,11 @@ LIBM_OP(log2)
 #define log10_LF(v, C) log10f(v)
 #define log10_LD(v, C) log10(v)
 LIBM_OP(log10)
-/* sin, cos: vectorised float path. float32 and bfloat16 go by blocks: a
- * block holding a finite |x| >= LC_VTRIG_MAX (or an infinity) is computed
- * with libm instead. The choice is made before writing, so out may alias x. */
+/* sin, cos: vectorised float path. float32 and bfloat16 go by blocks; in a
+ * block holding a finite |x| >= LC_VTRIG_MAX (or an infinity), those
+ * elements are computed with libm, the others still with the vectorised
+ * function, so every element's result depends on its value alone. The
+ * block is finished before it is written, so out may alias x. */
 #define TRIG_BLOCK 256
 #define TRIG_LOOP(NAME, DT, S, LD, ST, VF, LIBMF)                                          \
   LC_EW_HOT static void NAME##_##DT(int64_t n, void *out, const void *xp, int64_t sx) {    \
@@ -155,7 +157,12 @@ LIBM_OP(log10)
         else                                                                               \
           for (int64_t i = 0; i < m; i++) ob[i] = ST(VF(LD(xb[i * sx])));                  \
       } else {                                                                             \
-        for (int64_t i = 0; i < m; i++) ob[i] = ST(LIBMF(LD(xb[i * sx])));                 \
+        float t[TRIG_BLOCK];                                                               \
+        for (int64_t i = 0; i < m; i++) t[i] = VF(LD(xb[i * sx]));                         \
+        for (int64_t i = 0; i < m; i++)                                                    \
+          if (!(lc_vabsf(LD(xb[i * sx])) < LC_VTRIG_MAX) && LD(xb[i * sx]) == LD(xb[i * sx])) \
+            t[i] = LIBMF(LD(xb[i * sx]));                                                  \
+        for (int64_t i = 0; i < m; i++) ob[i] = ST(t[i]);                                  \
       }                                                                                    \
     }                                                                                      \
   }
