@@ -3,7 +3,8 @@
  * run, the scalar tail, a one-element call, a strided run and a broadcast
  * scalar (stride 0). Fused kernels rely on it: a row region computes
  * per-row values one element at a time where the uncompiled graph computes
- * them as one long run, and compiled results must match. */
+ * them as one long run, and compiled results must match. Binary float
+ * primitives likewise, with either operand broadcast. */
 #include "test.h"
 
 #include "ops/prim.h"
@@ -18,6 +19,41 @@ static const int ops[] = {
     LC_OP_SINH,    LC_OP_COSH,     LC_OP_TANH,    LC_OP_ARCSINH, LC_OP_ARCCOSH, LC_OP_ARCTANH,
     LC_OP_SIGMOID, LC_OP_ERF,      LC_OP_ERFINV,  LC_OP_FLOOR,   LC_OP_CEIL,    LC_OP_ROUND,
 };
+
+static const int binops[] = {LC_OP_ADD,       LC_OP_SUBTRACT,  LC_OP_MULTIPLY,
+                              LC_OP_DIVIDE,    LC_OP_REMAINDER,
+                              LC_OP_POWER,     LC_OP_MAXIMUM,   LC_OP_MINIMUM,
+                              LC_OP_ARCTAN2,   LC_OP_LOGADDEXP};
+
+/* Binary primitive k over (x, y): the contiguous run against one-element
+ * calls, and against calls with x or y broadcast (stride 0). */
+static int check_binary(int op, const float *x, const float *y) {
+  const struct lc_prim *p = lc_prims[op];
+  static float whole[N], r[4];
+  const void *a[2] = {x, y};
+  int64_t s11[2] = {1, 1}, s10[2] = {1, 0}, s01[2] = {0, 1};
+  p->ew(N, whole, MLX_FLOAT32, a, s11, MLX_FLOAT32, NULL);
+  int bad = 0;
+  for (int i = 0; i < N && !bad; i++) {
+    const void *b[2] = {x + i, y + i};
+    p->ew(1, r, MLX_FLOAT32, b, s11, MLX_FLOAT32, NULL);
+    if (i % 29 == 0) {
+      p->ew(2, r + 1, MLX_FLOAT32, b, s01, MLX_FLOAT32, NULL); /* x broadcast: r[1] */
+      r[2] = r[0];
+      const void *c[2] = {x + i, y + i};
+      p->ew(1, r + 3, MLX_FLOAT32, c, s10, MLX_FLOAT32, NULL);
+    } else {
+      r[1] = r[2] = r[3] = r[0];
+    }
+    for (int j = 0; j < 4; j++)
+      if (memcmp(r + j, whole + i, 4)) {
+        CHECK_MSG(0, "%s: path %d differs at (%.9g, %.9g)", p->name, j, (double)x[i], (double)y[i]);
+        bad = 1;
+        break;
+      }
+  }
+  return !bad;
+}
 
 int main(void) {
   test_init();
@@ -67,5 +103,7 @@ int main(void) {
     checked++;
   }
   CHECK_MSG(checked >= 30, "only %d unary primitives checked", checked);
+  for (size_t k = 0; k < sizeof binops / sizeof binops[0]; k++)
+    check_binary(binops[k], x, x + N);
   return test_done();
 }
