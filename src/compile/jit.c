@@ -14,14 +14,17 @@
  *  - a kernel is identified by the hash of its source text, which encodes
  *    everything it depends on (instructions, params, which inputs are
  *    scalars, the target ISA level); the on-disk name is that hash;
- *  - the process-wide table of loaded kernels only grows, under `lock`;
- *    a failed build is remembered (NULL entry) and never retried, and
- *    callers fall back to the interpreter;
+ *  - the process-wide table of kernels only grows, under `lock`; a
+ *    kernel is built once: by a background builder thread (callers run
+ *    the interpreter until it is ready, so no call waits for a compiler),
+ *    or, with LACE_JIT_SYNC=1, by the first caller; a failed build is
+ *    remembered (NULL) and never retried, and callers interpret;
  *  - nothing here reports errors: the JIT is an optimisation only.
  *
  * Environment: LACE_JIT=0 disables it; LACE_JIT_MIN (elements, default
  * 1M) is the smallest region it builds for (a build costs tens of
- * milliseconds, once per kernel per machine); LACE_JIT_CACHE sets the
+ * milliseconds, once per kernel per machine); LACE_JIT_SYNC=1 builds in
+ * the calling thread (tests, benchmarks); LACE_JIT_CACHE sets the
  * directory (default $XDG_CACHE_HOME/lace, ~/.cache/lace, or
  * /tmp/lace-jit-<uid>); CC the compiler (default cc). */
 #include "compile/jit.h"
@@ -201,19 +204,25 @@ static bool cache_dir(char *buf, size_t len) {
          !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
-/* Runs the compiler; true when it exited with status 0. */
-static bool run_cc(const char *isa, const char *src, const char *obj) {
+/* Builds src_c into so through a shell that compiles to tmp_so, renames it
+ * into place and removes the temporaries, so that a build still running
+ * when this process exits completes for the next one. True when the
+ * shell exited with status 0. */
+static bool run_build(const char *isa, const char *src_c, const char *tmp_so, const char *so) {
   const char *cc = getenv("CC");
   if (!cc || !*cc) cc = "cc";
-  char *argv[] = {(char *)cc,      "-O3",          (char *)isa,   "-std=c17",
-                  "-fPIC",         "-shared",      "-fno-math-errno", "-fno-trapping-math",
-                  "-ffp-contract=fast", "-w", "-o", (char *)obj, (char *)src, NULL};
+  static const char script[] =
+      "\"$0\" -O3 \"$1\" -std=c17 -fPIC -shared -fno-math-errno -fno-trapping-math "
+      "-ffp-contract=fast -w -o \"$2\" \"$3\" && mv -f \"$2\" \"$4\"; s=$?; "
+      "rm -f \"$2\" \"$3\"; exit $s";
+  char *argv[] = {"sh", "-c",         (char *)script, (char *)cc, (char *)isa,
+                  (char *)tmp_so, (char *)src_c, (char *)so, NULL};
   posix_spawn_file_actions_t fa;
   if (posix_spawn_file_actions_init(&fa)) return false;
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   pid_t pid;
-  int rc = posix_spawnp(&pid, cc, &fa, NULL, argv, environ);
+  int rc = posix_spawnp(&pid, "sh", &fa, NULL, argv, environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc) return false;
   int st;
@@ -239,10 +248,8 @@ static lc_jit_fn build_and_load(const char *src, uint64_t hash, const char *isa)
     if (!f) return NULL;
     bool ok = fputs(src, f) >= 0;
     ok = fclose(f) == 0 && ok;
-    ok = ok && run_cc(isa, tmp_c, tmp_so) && rename(tmp_so, so) == 0;
-    if (!getenv("LACE_JIT_KEEP")) remove(tmp_c);
-    if (!ok) {
-      remove(tmp_so);
+    if (!ok || !run_build(isa, tmp_c, tmp_so, so)) {
+      remove(tmp_c);
       return NULL;
     }
     lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
@@ -254,16 +261,28 @@ static lc_jit_fn build_and_load(const char *src, uint64_t hash, const char *isa)
   return fn; /* the library stays loaded for the process's lifetime */
 }
 
-/* ---- the table of kernels ---- */
+/* ---- the table of kernels and the builder ---- */
 
 struct entry {
   uint64_t hash;
-  lc_jit_fn fn; /* NULL: the build failed */
+  bool ready;   /* built (or failed): fn is final */
+  lc_jit_fn fn; /* NULL: not ready, or the build failed */
+};
+
+/* A kernel to build in the background. */
+struct job {
+  uint64_t hash;
+  char *src;
+  const char *isa; /* a string literal */
+  struct job *next;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static struct entry *table; /* open addressing, cap a power of two */
 static size_t table_n, table_cap;
+static struct job *queue; /* pending builds, newest first */
+static bool builder_started;
 
 static struct entry *find(uint64_t hash) {
   for (size_t i = hash & (table_cap - 1);; i = (i + 1) & (table_cap - 1))
@@ -281,6 +300,32 @@ static bool grow(void) {
     if (old[i].hash) *find(old[i].hash) = old[i];
   free(old);
   return true;
+}
+
+/* Records a finished build; call with lock held. */
+static void finish(uint64_t hash, lc_jit_fn fn) {
+  struct entry *e = find(hash);
+  e->ready = true;
+  e->fn = fn;
+}
+
+/* The builder thread: builds queued kernels one at a time, for the life of
+ * the process (a build cut short by exit leaves only temporaries). */
+static void *builder(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&lock);
+  for (;;) {
+    while (!queue) pthread_cond_wait(&work, &lock);
+    struct job *j = queue;
+    queue = j->next;
+    pthread_mutex_unlock(&lock);
+    lc_jit_fn fn = build_and_load(j->src, j->hash, j->isa);
+    pthread_mutex_lock(&lock);
+    finish(j->hash, fn);
+    free(j->src);
+    free(j);
+  }
+  return NULL;
 }
 
 long lc_jit_kernels(void) {
@@ -305,19 +350,43 @@ lc_jit_fn lc_jit_get(const struct lc_fused_hdr *h, unsigned scalars) {
   if (!src) return NULL;
   uint64_t hash = fnv1a(src);
   if (!hash) hash = 1; /* 0 marks empty slots */
+  const char *sync_env = getenv("LACE_JIT_SYNC");
+  bool sync = sync_env && strcmp(sync_env, "0") != 0;
   lc_jit_fn fn = NULL;
   pthread_mutex_lock(&lock);
   if (table_n + 1 > table_cap / 2 && !grow()) goto out;
   struct entry *e = find(hash);
-  if (e->hash) {
+  if (e->hash) { /* known: built, failed, or being built */
     fn = e->fn;
     goto out;
   }
-  fn = build_and_load(src, hash, isa);
-  e = find(hash); /* unchanged: only this thread writes, under the lock */
   e->hash = hash;
-  e->fn = fn;
   table_n++;
+  if (!sync) {
+    struct job *j = malloc(sizeof *j);
+    if (!builder_started && j) {
+      pthread_t t;
+      pthread_attr_t at;
+      builder_started = pthread_attr_init(&at) == 0 &&
+                        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+                        pthread_create(&t, &at, builder, NULL) == 0;
+      pthread_attr_destroy(&at);
+    }
+    if (j && builder_started) {
+      *j = (struct job){hash, src, isa, queue};
+      queue = j;
+      src = NULL; /* the job owns it */
+      pthread_cond_signal(&work);
+      goto out; /* interpreted until the build is done */
+    }
+    free(j);
+  }
+  /* synchronous: build here; other callers of this kernel meanwhile see it
+   * as being built and interpret */
+  pthread_mutex_unlock(&lock);
+  fn = build_and_load(src, hash, isa);
+  pthread_mutex_lock(&lock);
+  finish(hash, fn);
 out:
   pthread_mutex_unlock(&lock);
   free(src);

@@ -130,6 +130,7 @@ int main(void) {
   char jit_dir[] = "/tmp/lace-jit-threads-XXXXXX";
   if (mkdtemp(jit_dir)) setenv("LACE_JIT_CACHE", jit_dir, 1);
   setenv("LACE_JIT_MIN", "50000", 1);
+  setenv("LACE_JIT_SYNC", "1", 1);
   size_t base = test_active_memory();
   CHECK(run(own_worker, "own closures"));
 
