@@ -4,7 +4,8 @@
  * a cache-hit call; and the time to trace, simplify and fuse a 200-node
  * graph.
  * Usage: bench_compile [--quick]   (--quick: 1M elements, for smoke tests)
- * Environment: LACE_BENCH_CASE=name runs only that case (and the copy). */
+ * Environment: LACE_BENCH_CASE=name runs only that case (and the copy);
+ * LACE_BENCH_ROWS sets the rows (of 4096 columns). */
 #include <math.h>
 
 #include "bench_common.h"
@@ -256,7 +257,8 @@ int main(int argc, char **argv) {
   bench_init();
   S = mlx_default_cpu_stream_new();
   int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-  int rows = quick ? 256 : 4096, cols = 4096;
+  const char *er = getenv("LACE_BENCH_ROWS"); /* e.g. 16384: arrays larger than the L3 */
+  int rows = er && atoi(er) > 0 ? atoi(er) : quick ? 256 : 4096, cols = 4096;
   int shape[2] = {rows, cols}, row[2] = {1, cols}, vec[1] = {cols};
   double n = (double)rows * cols, fb = 4.0;
   printf("# bench_compile: %d threads, %dx%d float32\n", bench_threads(), rows, cols);
