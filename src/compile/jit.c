@@ -11,9 +11,10 @@
  * across primitives (one rounding instead of two).
  *
  * Invariants:
- *  - a kernel is identified by the hash of its source text, which encodes
- *    everything it depends on (instructions, params, which inputs are
- *    scalars, the target ISA level); the on-disk name is that hash;
+ *  - a kernel's object on disk is named by the hash of its source text,
+ *    which encodes everything it depends on (instructions, which inputs
+ *    are scalars, the target ISA level); in the process it is found by a
+ *    cheaper key over the same facts taken from the region's description;
  *  - the process-wide table of kernels only grows, under `lock`; a
  *    kernel is built once: by a background builder thread (callers run
  *    the interpreter until it is ready, so no call waits for a compiler),
@@ -264,14 +265,14 @@ static lc_jit_fn build_and_load(const char *src, uint64_t hash, const char *isa)
 /* ---- the table of kernels and the builder ---- */
 
 struct entry {
-  uint64_t hash;
-  bool ready;   /* built (or failed): fn is final */
-  lc_jit_fn fn; /* NULL: not ready, or the build failed */
+  uint64_t key; /* 0: empty slot */
+  lc_jit_fn fn; /* NULL: not built (yet), failed, or not eligible */
 };
 
 /* A kernel to build in the background. */
 struct job {
-  uint64_t hash;
+  uint64_t key;  /* its table entry */
+  uint64_t hash; /* of its source: the object's name on disk */
   char *src;
   const char *isa; /* a string literal */
   struct job *next;
@@ -284,9 +285,9 @@ static size_t table_n, table_cap;
 static struct job *queue; /* pending builds, newest first */
 static bool builder_started;
 
-static struct entry *find(uint64_t hash) {
-  for (size_t i = hash & (table_cap - 1);; i = (i + 1) & (table_cap - 1))
-    if (!table[i].hash || table[i].hash == hash) return &table[i];
+static struct entry *find(uint64_t key) {
+  for (size_t i = key & (table_cap - 1);; i = (i + 1) & (table_cap - 1))
+    if (!table[i].key || table[i].key == key) return &table[i];
 }
 
 static bool grow(void) {
@@ -297,16 +298,14 @@ static bool grow(void) {
   table = nt;
   table_cap = cap;
   for (size_t i = 0; i < oc; i++)
-    if (old[i].hash) *find(old[i].hash) = old[i];
+    if (old[i].key) *find(old[i].key) = old[i];
   free(old);
   return true;
 }
 
 /* Records a finished build; call with lock held. */
-static void finish(uint64_t hash, lc_jit_fn fn) {
-  struct entry *e = find(hash);
-  e->ready = true;
-  e->fn = fn;
+static void finish(uint64_t key, lc_jit_fn fn) {
+  find(key)->fn = fn;
 }
 
 /* The builder thread: builds queued kernels one at a time, for the life of
@@ -321,7 +320,7 @@ static void *builder(void *arg) {
     pthread_mutex_unlock(&lock);
     lc_jit_fn fn = build_and_load(j->src, j->hash, j->isa);
     pthread_mutex_lock(&lock);
-    finish(j->hash, fn);
+    finish(j->key, fn);
     free(j->src);
     free(j);
   }
@@ -331,7 +330,7 @@ static void *builder(void *arg) {
 long lc_jit_kernels(void) {
   long k = 0;
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < table_cap; i++) k += table[i].hash && table[i].fn;
+  for (size_t i = 0; i < table_cap; i++) k += table[i].key && table[i].fn;
   pthread_mutex_unlock(&lock);
   return k;
 }
@@ -343,25 +342,54 @@ int64_t lc_jit_min_size(void) {
   return e && *e ? atoll(e) : (int64_t)1 << 20;
 }
 
+static uint64_t fnv1a_bytes(uint64_t h, const void *p, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+  return h;
+}
+
+/* The table key of a region: everything its source depends on (not its
+ * shape), cheap enough to compute on every evaluation. */
+static uint64_t region_key(const struct lc_fused_hdr *h, unsigned scalars, const char *isa) {
+  uint64_t k = fnv1a(isa);
+  int32_t counts[4] = {h->nin, h->ninstr, h->nout, (int32_t)scalars};
+  k = fnv1a_bytes(k, counts, sizeof counts);
+  k = fnv1a_bytes(k, lc_fused_ins_in(h), sizeof(struct lc_fused_in) * (size_t)h->nin);
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  for (int m = 0; m < h->ninstr; m++) {
+    int32_t v[4 + LC_FUSED_MAXARG + 1] = {fi[m].op, fi[m].dtype, fi[m].in_dt, fi[m].nin};
+    for (int a = 0; a < LC_FUSED_MAXARG; a++) v[4 + a] = a < fi[m].nin ? fi[m].arg[a] : 0;
+    v[4 + LC_FUSED_MAXARG] = fi[m].out;
+    k = fnv1a_bytes(k, v, sizeof v);
+  }
+  return k ? k : 1; /* 0 marks empty slots */
+}
+
 lc_jit_fn lc_jit_get(const struct lc_fused_hdr *h, unsigned scalars) {
-  if (h->nin > 32 || !eligible(h)) return NULL;
+  if (h->nin > 32) return NULL;
   const char *isa = isa_flag();
-  char *src = generate(h, scalars, isa);
-  if (!src) return NULL;
-  uint64_t hash = fnv1a(src);
-  if (!hash) hash = 1; /* 0 marks empty slots */
-  const char *sync_env = getenv("LACE_JIT_SYNC");
-  bool sync = sync_env && strcmp(sync_env, "0") != 0;
+  uint64_t key = region_key(h, scalars, isa);
   lc_jit_fn fn = NULL;
   pthread_mutex_lock(&lock);
+  struct entry *e = table_cap ? find(key) : NULL;
+  bool known = e && e->key; /* built, failed, being built, or not eligible */
+  if (known) fn = e->fn;
+  pthread_mutex_unlock(&lock);
+  if (known) return fn;
+  /* first sight of this region: its source (outside the lock) */
+  char *src = eligible(h) ? generate(h, scalars, isa) : NULL;
+  uint64_t hash = src ? fnv1a(src) : 0;
+  const char *sync_env = getenv("LACE_JIT_SYNC");
+  bool sync = sync_env && strcmp(sync_env, "0") != 0;
+  pthread_mutex_lock(&lock);
   if (table_n + 1 > table_cap / 2 && !grow()) goto out;
-  struct entry *e = find(hash);
-  if (e->hash) { /* known: built, failed, or being built */
+  e = find(key);
+  if (e->key) { /* another thread got here first */
     fn = e->fn;
     goto out;
   }
-  e->hash = hash;
+  e->key = key;
   table_n++;
+  if (!src) goto out; /* not eligible (or out of memory): interpreted for good */
   if (!sync) {
     struct job *j = malloc(sizeof *j);
     if (!builder_started && j) {
@@ -373,7 +401,7 @@ lc_jit_fn lc_jit_get(const struct lc_fused_hdr *h, unsigned scalars) {
       pthread_attr_destroy(&at);
     }
     if (j && builder_started) {
-      *j = (struct job){hash, src, isa, queue};
+      *j = (struct job){key, hash, src, isa, queue};
       queue = j;
       src = NULL; /* the job owns it */
       pthread_cond_signal(&work);
@@ -386,7 +414,7 @@ lc_jit_fn lc_jit_get(const struct lc_fused_hdr *h, unsigned scalars) {
   pthread_mutex_unlock(&lock);
   fn = build_and_load(src, hash, isa);
   pthread_mutex_lock(&lock);
-  finish(hash, fn);
+  finish(key, fn);
 out:
   pthread_mutex_unlock(&lock);
   free(src);
