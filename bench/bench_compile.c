@@ -109,16 +109,25 @@ fail:
   return rc;
 }
 
+/* m = max(x), e = exp(x - m), s = sum(e), over the last axis (kept) */
+static int shifted_exp_sum(mlx_array x, mlx_array *m, mlx_array *e, mlx_array *s) {
+  int rc = 1;
+  TRY(mlx_max_axis(m, x, -1, true, S));
+  TRY(mlx_subtract(e, x, *m, S));
+  TRY(mlx_exp(e, *e, S));
+  TRY(mlx_sum_axis(s, *e, -1, true, S));
+  rc = 0;
+fail:
+  return rc;
+}
+
 /* softmax over the last axis: exp(x - max) / sum(exp(x - max)) */
 static int f_softmax(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   (void)pl;
   mlx_array x = mlx_array_new(), m = mlx_array_new(), e = mlx_array_new(), s = mlx_array_new();
   int rc = 1;
   TRY(getv(&x, in, 0));
-  TRY(mlx_max_axis(&m, x, -1, true, S));
-  TRY(mlx_subtract(&e, x, m, S));
-  TRY(mlx_exp(&e, e, S));
-  TRY(mlx_sum_axis(&s, e, -1, true, S));
+  TRY(shifted_exp_sum(x, &m, &e, &s));
   TRY(mlx_divide(&e, e, s, S));
   rc = ret1(res, e);
   e = mlx_array_new();
@@ -155,10 +164,7 @@ static int f_logsumexp(mlx_vector_array *res, const mlx_vector_array in, void *p
   mlx_array x = mlx_array_new(), m = mlx_array_new(), e = mlx_array_new(), s = mlx_array_new();
   int rc = 1;
   TRY(getv(&x, in, 0));
-  TRY(mlx_max_axis(&m, x, -1, true, S));
-  TRY(mlx_subtract(&e, x, m, S));
-  TRY(mlx_exp(&e, e, S));
-  TRY(mlx_sum_axis(&s, e, -1, true, S));
+  TRY(shifted_exp_sum(x, &m, &e, &s));
   TRY(mlx_log(&s, s, S));
   TRY(mlx_add(&s, s, m, S));
   rc = ret1(res, s);
