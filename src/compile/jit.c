@@ -50,9 +50,10 @@ extern char **environ;
 
 /* ---- source generation ---- */
 
-/* The C expression of instruction x over operands a and b (names), or NULL
- * when the primitive has no float32 expression here. The expressions are
- * the float32 ones of ops/unary.c and ops/binary.c. */
+/* Appends the C expression of instruction x over operands a and b (names);
+ * false when the primitive has no float32 expression here. The expressions
+ * must stay those of the float32 loops in ops/unary.c and ops/binary.c
+ * (test_compile_jit compares, NaNs included). */
 static bool expr(struct lc_strbuf *s, const struct lc_fused_ins *x, const char *a, const char *b) {
   switch (x->op) {
   case LC_OP_ADD: lc_strbuf_put(s, "%s + %s", a, b); return true;
