@@ -407,9 +407,7 @@ static int fused_eval(struct lc_node *n) {
     f->isz = lc_dtype_size(x->dtype);
     f->base = (const char *)lc_node_data(x);
     f->st = stmem + (size_t)k * (size_t)(c.ndim > 0 ? c.ndim : 1);
-    int lead = c.ndim - x->ndim;
-    for (int d = 0; d < c.ndim; d++)
-      f->st[d] = (d < lead || x->shape[d - lead] == 1) ? 0 : x->strides[d - lead];
+    lc_node_broadcast_strides(x, c.ndim, f->st);
     int last = -1;
     for (int d = 0; d < c.ndim; d++)
       if (c.shape[d] > 1) last = d;

@@ -156,10 +156,8 @@ int lc_fused_eval_rows(struct lc_node *n) {
     const struct lc_node *x = n->in[k];
     int T[MAXD], tnd = lc_fused_kind_shape(fin[k].mode, nd, F, T);
     if (x->ndim > tnd) return lc_error("internal: fused row input of rank %d", x->ndim);
-    int lead = tnd - x->ndim;
     int64_t st[MAXD];
-    for (int d = 0; d < tnd; d++)
-      st[d] = (d < lead || x->shape[d - lead] == 1) ? 0 : x->strides[d - lead];
+    lc_node_broadcast_strides(x, tnd, st);
     struct rin *f = &ins[k];
     f->base = (const char *)lc_node_data(x);
     f->isz = lc_dtype_size(x->dtype);

@@ -119,6 +119,12 @@ int lc_node_alloc_data(struct lc_node *n) {
   return 0;
 }
 
+void lc_node_broadcast_strides(const struct lc_node *a, int ndim, int64_t *strides) {
+  int lead = ndim - a->ndim;
+  for (int d = 0; d < ndim; d++)
+    strides[d] = (d < lead || a->shape[d - lead] == 1) ? 0 : a->strides[d - lead];
+}
+
 void lc_node_set_view(struct lc_node *n, const struct lc_node *src, const int64_t *strides,
                       int64_t offset) {
   struct lc_buffer *b = lc_buffer_retain(src->buf);

@@ -68,6 +68,10 @@ void lc_node_release(struct lc_node *n); /* NULL is fine */
  * offset 0, LC_NF_CONTIG). 0, or 1 after reporting. */
 int lc_node_alloc_data(struct lc_node *n);
 
+/* The element strides of a's data seen through its numpy broadcast to
+ * rank ndim (>= a->ndim): new leading dims and extents of 1 get 0. */
+void lc_node_broadcast_strides(const struct lc_node *a, int ndim, int64_t *strides);
+
 /* Makes n a view of src's buffer with the given strides and offset. */
 void lc_node_set_view(struct lc_node *n, const struct lc_node *src, const int64_t *strides,
                       int64_t offset);

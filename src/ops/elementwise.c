@@ -44,9 +44,7 @@ bad:;
 int lc_broadcast_eval_cpu(struct lc_node *n) {
   const struct lc_node *a = n->in[0];
   int64_t st[n->ndim > 0 ? n->ndim : 1];
-  int lead = n->ndim - a->ndim;
-  for (int i = 0; i < n->ndim; i++)
-    st[i] = (i < lead || a->shape[i - lead] == 1) ? 0 : a->strides[i - lead];
+  lc_node_broadcast_strides(a, n->ndim, st);
   lc_node_set_view(n, a, st, a->offset);
   return 0;
 }
