@@ -375,7 +375,6 @@ static int fused_eval(struct lc_node *n) {
     c.size *= c.shape[d];
   }
   const struct lc_fused_out *fo = lc_fused_outs(h);
-  const struct lc_fused_ins *fi = lc_fused_instrs(h);
   /* outputs */
   if (lc_node_alloc_data(n)) return 1;
   if (h->nout == 1) {
@@ -390,7 +389,6 @@ static int fused_eval(struct lc_node *n) {
     lc_tuple_layout(h->nout, nbytes, offs);
     for (int k = 0; k < h->nout; k++) c.obase[k] = (char *)n->buf->data + offs[k];
   }
-  (void)fi;
   if (c.size == 0) return 0;
   int64_t out_bytes = 0;
   for (int k = 0; k < h->nout; k++) out_bytes += c.size * (int64_t)c.osz[k];

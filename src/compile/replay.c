@@ -129,7 +129,8 @@ static int run_instr(struct rstate *s, int i) {
   /* a fused row region's shape can have one more dimension than its first
    * output (a ROW_DROP value) */
   int cap = ins->op == LC_OP_FUSED ? ((const struct lc_fused_hdr *)ins->params)->ndim : ndim;
-  int shbuf[(cap > ndim ? cap : ndim) > 0 ? (cap > ndim ? cap : ndim) : 1];
+  if (cap < ndim) cap = ndim;
+  int shbuf[cap > 0 ? cap : 1];
   const int *shape = ov->shape;
   int nd = ndim;
   struct lc_node *args[ins->nin > 0 ? ins->nin : 1];
