@@ -7,10 +7,11 @@
 /* A user function that fails without any lace call having reported the
  * cause gets mlx-c's message; when lace already reported why, that message
  * stays the last one. `before` is lc_error_count() before the call. */
-static int failed(int status, unsigned long before) {
+int lc_closure_failed(int status, unsigned long before) {
   if (status && lc_error_count() == before) lc_error("mlx_closure returned a non-zero value");
   return status;
 }
+#define failed lc_closure_failed
 static int call_plain(struct lc_closure *c, mlx_vector_array *res, const mlx_vector_array in) {
   unsigned long before = lc_error_count();
   return failed(c->fun(res, in), before);

@@ -70,6 +70,25 @@ void lc_closure_release(struct lc_closure *c);
 int lc_closure_call_nodes(struct lc_closure *c, struct lc_node *const *in, size_t nin,
                           struct lc_node ***out, size_t *nout);
 
+/* The other closure kinds of mlx-c (kwargs, value_and_grad, custom,
+ * custom_jvp, custom_vmap): one C function of the kind's signature (with a
+ * trailing payload argument when has_payload), refcounted as closures. */
+struct lc_xclosure {
+  atomic_int refs;
+  void (*fn)(void); /* cast back to the kind's signature before calling */
+  bool has_payload;
+  void *payload;
+  void (*dtor)(void *);
+};
+/* NULL (reported) on failure, in which case dtor(payload) has been called. */
+struct lc_xclosure *lc_xclosure_make(void (*fn)(void), bool has_payload, void *payload,
+                                     void (*dtor)(void *));
+struct lc_xclosure *lc_xclosure_retain(struct lc_xclosure *c);
+void lc_xclosure_release(struct lc_xclosure *c);
+/* Reports a user function's failure that lace did not already report
+ * (`before`: lc_error_count() before the call); returns status. */
+int lc_closure_failed(int status, unsigned long before);
+
 /* Vector helpers used across the API. */
 struct lc_vec_array *lc_vec_array_new(void);
 int lc_vec_array_push(struct lc_vec_array *v, struct lc_node *n); /* retains n */

@@ -5,6 +5,7 @@
 
 #include "compile/compile.h"
 #include "core/error.h"
+#include "ops/prim.h"
 
 struct lc_cprog *lc_cprog_new(int nin) {
   struct lc_cprog *p = calloc(1, sizeof *p);
@@ -19,6 +20,7 @@ struct lc_cprog *lc_cprog_new(int nin) {
 static void free_instr(struct lc_cinstr *ins) {
   free(ins->in);
   free(ins->out);
+  if (ins->params && lc_prims[ins->op]->params_ref) lc_prims[ins->op]->params_ref(ins->params, -1);
   free(ins->params);
 }
 
@@ -76,9 +78,12 @@ int lc_cprog_add_instr(struct lc_cprog *p, int op, int nin, const int *in, int n
   ins.out = dup_mem(out, sizeof(int) * (size_t)nout);
   ins.params = dup_mem(params, params_size);
   if ((nin && !ins.in) || !ins.out || (params_size && !ins.params)) {
-    free_instr(&ins);
+    free(ins.in);
+    free(ins.out);
+    free(ins.params);
     return lc_error("out of memory"), -1;
   }
+  if (params_size && lc_prims[op]->params_ref) lc_prims[op]->params_ref(ins.params, +1);
   int idx = p->ninstr++;
   p->instrs[idx] = ins;
   for (int k = 0; k < nout; k++) p->vals[out[k]].prod = idx;

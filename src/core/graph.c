@@ -7,6 +7,10 @@
 #include "ops/prim.h"
 
 static _Thread_local int eval_forbidden;
+static _Thread_local int keep_graph;
+
+void lc_eval_keep_graph(int delta) { keep_graph += delta; }
+bool lc_eval_keeps_graph(void) { return keep_graph > 0; }
 
 void lc_eval_forbid(int delta) { eval_forbidden += delta; }
 int lc_eval_forbid_depth(void) { return eval_forbidden; }
@@ -103,7 +107,7 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
     }
     /* A node is only released by its consumers' detach, which happens later
      * in the tape than the node itself, so tape pointers ahead stay valid. */
-    lc_node_detach(n);
+    if (!keep_graph) lc_node_detach(n);
   }
   for (size_t i = 0; i < nout; i++) lc_node_release(outs[i]);
   free(tape.nodes);

@@ -7,6 +7,7 @@
 #ifndef LC_GRAPH_H
 #define LC_GRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/node.h"
@@ -29,5 +30,12 @@ void lc_eval_forbid(int delta);
 /* This thread's current lc_eval_forbid count (compile lifts it briefly to
  * evaluate input-independent constants of a nested trace). */
 int lc_eval_forbid_depth(void);
+
+/* Hook for vjp/jvp: while > 0 on this thread, lc_eval leaves evaluated
+ * nodes attached to their inputs (the graph stays walkable). */
+void lc_eval_keep_graph(int delta);
+/* Whether it is in effect; then no primitive may overwrite an input's
+ * buffer (donation), since the input stays readable. */
+bool lc_eval_keeps_graph(void);
 
 #endif

@@ -100,6 +100,7 @@ struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *sha
   }
   for (int i = 0; i < nin; i++) n->in[i] = lc_node_retain(in[i]);
   n->nin = nin;
+  if (params_size && lc_prims[op]->params_ref) lc_prims[op]->params_ref(n->params, +1);
   return n;
 oom:
   free(n->in);
@@ -186,6 +187,7 @@ void lc_node_release(struct lc_node *n) {
     }
     lc_buffer_release(x->buf);
     free(x->in);
+    if (x->params && lc_prims[x->op]->params_ref) lc_prims[x->op]->params_ref(x->params, -1);
     free(x->params);
     free(x);
   }
@@ -237,6 +239,7 @@ int lc_node_make_contiguous(struct lc_node *n) {
 void lc_node_detach(struct lc_node *n) {
   for (int i = 0; i < n->nin; i++) lc_node_release(n->in[i]);
   free(n->in);
+  if (n->params && lc_prims[n->op]->params_ref) lc_prims[n->op]->params_ref(n->params, -1);
   free(n->params);
   n->in = NULL;
   n->nin = 0;

@@ -8,6 +8,9 @@
 #include "core/error.h"
 #include "core/iter.h"
 #include "ops/dtype_dispatch.h"
+#include "ops/prim.h"
+#include "ops/shape.h"
+#include "transforms/transforms.h"
 
 int lc_broadcast_shapes(const char *fn, int na, const int *a, int nb, const int *b, int *nd,
                         int *out) {
@@ -49,10 +52,44 @@ int lc_broadcast_eval_cpu(struct lc_node *n) {
   return 0;
 }
 
+static int broadcast_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                         int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const struct lc_node *a = n->in[0];
+  return !(out[0] = lc_rule_unbroadcast(cot[0], a->ndim, a->shape));
+}
+
+static int broadcast_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_broadcast_to(tan[0], n->ndim, n->shape));
+}
+
+/* The batched input (batch first) gets extent-1 axes after the batch axis
+ * for the dimensions the broadcast prepends, then broadcasts. */
+static int broadcast_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                          struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int lead = n->ndim - (x->ndim - 1), sh[n->ndim + 1];
+  sh[0] = x->shape[0];
+  for (int d = 0; d < lead; d++) sh[1 + d] = 1;
+  for (int d = 1; d < x->ndim; d++) sh[lead + d] = x->shape[d];
+  struct lc_node *r = lc_reshape(x, n->ndim + 1, sh);
+  lc_node_release(x);
+  if (!r) return 1;
+  if (n->ndim) memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+  out[0] = lc_broadcast_to(r, n->ndim + 1, sh);
+  lc_node_release(r);
+  *out_ax = 0;
+  return !out[0];
+}
+
 const struct lc_prim lc_prim_broadcast = {
     .name = "broadcast",
     .flags = LC_PF_VIEW | LC_PF_BROADCAST,
     .eval_cpu = lc_broadcast_eval_cpu,
+    .vjp = broadcast_vjp,
+    .jvp = broadcast_jvp,
+    .vmap = broadcast_vmap,
 };
 
 struct lc_node *lc_ew_new(int op, mlx_dtype out_dt, int nin, struct lc_node *const *in,

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "ops/tuple.h"
 
 const struct lc_prim *const lc_prims[LC_OP_COUNT] = {
@@ -22,7 +23,7 @@ const struct lc_prim lc_prim_none = {.name = "leaf", .eval_cpu = none_eval};
 
 bool lc_prim_can_donate(const struct lc_node *n, int k) {
   const struct lc_node *x = n->in[k];
-  return atomic_load(&x->refs) == 1 && x->buf && x->buf->owned &&
+  return !lc_eval_keeps_graph() && atomic_load(&x->refs) == 1 && x->buf && x->buf->owned &&
          atomic_load(&x->buf->refs) == 1 && (x->flags & LC_NF_CONTIG) && x->offset == 0 &&
          x->size == n->size && lc_dtype_size(x->dtype) == lc_dtype_size(n->dtype);
 }
@@ -31,7 +32,14 @@ bool lc_prim_can_donate(const struct lc_node *n, int k) {
 
 struct tuple_get_params {
   int64_t byte_offset;
+  int32_t index, nout; /* which output of how many */
 };
+
+int lc_tuple_index(const struct lc_node *getter, int *nout) {
+  const struct tuple_get_params *p = getter->params;
+  *nout = p->nout;
+  return p->index;
+}
 
 int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets) {
   int64_t off = 0;
@@ -60,7 +68,7 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
   struct lc_node *t = lc_node_new_op(op, MLX_UINT8, 1, &tshape, nin, in, params, params_size);
   if (!t) return 1;
   for (int k = 0; k < nout; k++) {
-    struct tuple_get_params p = {offs[k]};
+    struct tuple_get_params p = {offs[k], k, nout};
     outs[k] = lc_node_new_op(LC_OP_TUPLE_GET, dtypes[k], ndims[k], shapes[k], 1, &t, &p, sizeof p);
     if (!outs[k]) {
       while (k--) lc_node_release(outs[k]);
@@ -72,8 +80,19 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
   return 0;
 }
 
+struct lc_node *lc_tuple_get_view(struct lc_node *tuple, struct lc_node *src, int k, int nout) {
+  struct tuple_get_params p = {0, k, nout};
+  struct lc_node *in[2] = {tuple, src};
+  return lc_node_new_op(LC_OP_TUPLE_GET, src->dtype, src->ndim, src->shape, 2, in, &p, sizeof p);
+}
+
 static int tuple_get_eval(struct lc_node *n) {
   const struct tuple_get_params *p = n->params;
+  if (n->nin == 2) { /* a view of its second input (lc_tuple_get_view) */
+    const struct lc_node *x = n->in[1];
+    lc_node_set_view(n, x, x->strides, x->offset);
+    return 0;
+  }
   int64_t isz = (int64_t)lc_dtype_size(n->dtype);
   int64_t strides[n->ndim > 0 ? n->ndim : 1];
   lc_shape_strides(n->ndim, n->shape, strides);

@@ -55,16 +55,36 @@ struct lc_prim {
   int (*eval_cuda)(struct lc_node *n); /* optional */
   lc_ew_kernel ew;                     /* LC_PF_ELEMWISE only */
   bool (*equal)(const struct lc_node *a, const struct lc_node *b); /* optional */
-  /* Autodiff and vmap rules (optional until the transforms land).
-   * vjp: cotangents for the inputs listed in argnums, given the output's
-   *   cotangent; each result is a new reference.
-   * jvp: the output's tangent from the inputs' tangents (NULL = zero).
-   * vmap: the op applied to batched inputs; in_axes[k] = -1 if unbatched. */
-  int (*vjp)(struct lc_node *n, struct lc_node *cotan, const int *argnums, int nargs,
+  /* Transformation rules (src/transforms/ runs them; NULL: the primitive
+   * has no rule, which the transforms report by name). n is the forward
+   * node: its inputs, params, shape and dtype are intact while a rule runs
+   * (rules only read them). A tuple primitive (ops/tuple.h) has one entry
+   * per output in the per-output arrays below; any other has one.
+   * Every node a rule returns is a new reference or NULL, NULL meaning a
+   * zero of the expected shape and dtype. Rules build their results with
+   * the ordinary builders, so the results are differentiable again.
+   *
+   * vjp: cot[k] is output k's cotangent (its shape and dtype; NULL for an
+   *   output without one, at least one is non-NULL). out[j] receives the
+   *   cotangent of input argnums[j] (j < nargs; argnums ascending) in that
+   *   input's shape and dtype.
+   * jvp: tan[k] is input k's tangent (input k's shape and dtype; NULL =
+   *   zero, at least one is non-NULL). out[k] receives output k's tangent.
+   * vmap: in[k] replaces input k with a batch axis at ax[k], or is input k
+   *   itself when ax[k] == -1 (unbatched; at least one input is batched).
+   *   out[k] receives output k batched, with its batch axis at out_ax[k]
+   *   (or -1 when unbatched).
+   * Each returns 0, or 1 after reporting (then out holds nothing). */
+  int (*vjp)(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
              struct lc_node **out);
-  int (*jvp)(struct lc_node *n, struct lc_node *const *tangents, struct lc_node **out);
-  int (*vmap)(struct lc_node *n, struct lc_node *const *inputs, const int *in_axes,
-              struct lc_node **out, int *out_axis);
+  int (*jvp)(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+  int (*vmap)(struct lc_node *n, struct lc_node *const *in, const int *ax, struct lc_node **out,
+              int *out_ax);
+  /* Optional, for params that hold one counted reference to an object
+   * (custom transforms): called with +1 when params are copied into a new
+   * node or program and with -1 when such a copy is freed. All other
+   * params are plain data and leave this NULL. */
+  void (*params_ref)(const void *params, int delta);
   /* Writes a short description of params for graph dumps (optional). */
   int (*describe)(const struct lc_node *n, char *buf, size_t len);
   /* Shapeless compile (optional; elementwise and broadcast need none): the

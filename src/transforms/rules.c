@@ -1,0 +1,85 @@
+/* Helpers shared by the primitives' transformation rules. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "ops/elementwise.h"
+#include "ops/prim.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "transforms/transforms.h"
+
+struct lc_node *lc_rule_unbroadcast(struct lc_node *cot, int ndim, const int *shape) {
+  if (lc_shape_equal(cot->ndim, cot->shape, ndim, shape)) return lc_node_retain(cot);
+  int lead = cot->ndim - ndim;
+  int axes[cot->ndim > 0 ? cot->ndim : 1], na = 0;
+  for (int d = 0; d < cot->ndim; d++)
+    if (d < lead || (shape[d - lead] == 1 && cot->shape[d] != 1)) axes[na++] = d;
+  struct lc_node *s = lc_sum(cot, axes, na, true);
+  if (!s) return NULL;
+  struct lc_node *r = lc_reshape(s, ndim, shape);
+  lc_node_release(s);
+  return r;
+}
+
+struct lc_node *lc_rule_batch_front(struct lc_node *x, int ax, bool expand) {
+  if (ax == -1) {
+    if (!expand) return lc_node_retain(x);
+    int zero = 0;
+    return lc_expand_dims(x, 1, &zero);
+  }
+  return ax == 0 ? lc_node_retain(x) : lc_moveaxis(x, ax, 0);
+}
+
+int lc_rule_batch_size(int nin, struct lc_node *const *in, const int *ax) {
+  for (int k = 0; k < nin; k++)
+    if (ax[k] != -1) return in[k]->shape[ax[k]];
+  return 1;
+}
+
+int lc_rule_vmap_elementwise(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                             struct lc_node **out, int *out_ax) {
+  int b = lc_rule_batch_size(n->nin, in, ax);
+  int sh[n->ndim + 1];
+  sh[0] = b;
+  if (n->ndim) memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+  struct lc_node *args[n->nin > 0 ? n->nin : 1];
+  int k = 0, rc = 1;
+  for (; k < n->nin; k++) {
+    struct lc_node *f = lc_rule_batch_front(in[k], ax[k], false);
+    args[k] = f ? lc_broadcast_to(f, n->ndim + 1, sh) : NULL;
+    lc_node_release(f);
+    if (!args[k]) goto done;
+  }
+  out[0] = lc_ew_new(n->op, n->dtype, n->nin, args, n->params, n->params_size);
+  out_ax[0] = 0;
+  rc = out[0] == NULL;
+done:
+  lc_rule_release(args, k);
+  return rc;
+}
+
+struct lc_node *lc_rule_clone(struct lc_node *n, struct lc_node *const *in) {
+  return lc_node_new_op(n->op, n->dtype, n->ndim, n->shape, n->nin, in, n->params,
+                        n->params_size);
+}
+
+void lc_rule_release(struct lc_node **out, int n) {
+  for (int i = 0; i < n; i++) {
+    lc_node_release(out[i]);
+    out[i] = NULL;
+  }
+}
+
+int lc_rule_missing(int which, const char **names, int max) {
+  int cnt = 0;
+  for (int op = 0; op < LC_OP_COUNT; op++) {
+    const struct lc_prim *p = lc_prims[op];
+    bool has = which == 0 ? p->vjp != NULL : which == 1 ? p->jvp != NULL : p->vmap != NULL;
+    /* leaves and placeholders are never transformed */
+    if (has || op == LC_OP_NONE || op == LC_OP_PLACEHOLDER) continue;
+    if (cnt < max) names[cnt] = p->name;
+    cnt++;
+  }
+  return cnt;
+}
