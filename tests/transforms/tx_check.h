@@ -1,0 +1,305 @@
+/* Checks for transformation rules, through the public API only:
+ *  - tx_check_grad: vjp against central finite differences, jvp against
+ *    finite differences, and <u, J v> through vjp equal to it through jvp;
+ *  - tx_check_vmap: vmap against an explicit loop over the batch axis.
+ * A function under test is a tx_fn over n input arrays giving one output.
+ * Inputs should be float64 (finite differences need the precision); they
+ * may be any layout (views, broadcasts): perturbed copies are contiguous,
+ * which does not change the function's values. Include after test.h. */
+#ifndef LACE_TX_CHECK_H
+#define LACE_TX_CHECK_H
+
+#include "test.h"
+
+typedef int (*tx_fn)(mlx_array *out, const mlx_array *in, int n, void *ctx);
+
+struct tx_closure_ctx {
+  tx_fn f;
+  void *ctx;
+};
+
+static int tx_closure_call(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  struct tx_closure_ctx *c = payload;
+  int n = (int)mlx_vector_array_size(in);
+  mlx_array xs[16];
+  if (n > 16) return 1;
+  for (int i = 0; i < n; i++) {
+    xs[i] = mlx_array_new();
+    mlx_vector_array_get(&xs[i], in, (size_t)i);
+  }
+  mlx_array out = mlx_array_new();
+  int rc = c->f(&out, xs, n, c->ctx);
+  if (!rc) rc = mlx_vector_array_set_value(res, out);
+  mlx_array_free(out);
+  for (int i = 0; i < n; i++) mlx_array_free(xs[i]);
+  return rc;
+}
+
+static void tx_closure_free(void *p) { free(p); }
+
+/* An mlx_closure calling f(ctx). */
+static mlx_closure tx_closure(tx_fn f, void *ctx) {
+  struct tx_closure_ctx *c = malloc(sizeof *c);
+  c->f = f;
+  c->ctx = ctx;
+  return mlx_closure_new_func_payload(tx_closure_call, c, tx_closure_free);
+}
+
+/* A float64 array of shape with values uniform in [lo, hi). */
+static mlx_array tx_rand(const int *shape, int ndim, double lo, double hi) {
+  size_t n = 1;
+  for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+  double *buf = malloc(sizeof(double) * (n ? n : 1));
+  for (size_t i = 0; i < n; i++) buf[i] = test_uniform(lo, hi);
+  mlx_array a = mlx_array_new_data(buf, shape, ndim, MLX_FLOAT64);
+  free(buf);
+  return a;
+}
+
+static mlx_array tx_like(mlx_array a, const double *vals) {
+  return mlx_array_new_data(vals, (const int *)mlx_array_shape(a), (int)mlx_array_ndim(a),
+                            MLX_FLOAT64);
+}
+
+/* sum(u * f(in)) in double, or NAN on failure. */
+static double tx_dot_out(tx_fn f, void *ctx, mlx_array *in, int n, const double *u, size_t nu) {
+  mlx_array out = mlx_array_new();
+  if (f(&out, in, n, ctx)) {
+    mlx_array_free(out);
+    return NAN;
+  }
+  double *v = test_values(out);
+  double s = 0;
+  size_t no = mlx_array_size(out);
+  for (size_t i = 0; v && i < no && i < nu; i++) s += u[i] * v[i];
+  free(v);
+  mlx_array_free(out);
+  return v ? s : NAN;
+}
+
+static int tx_close(double x, double r, double tol) {
+  return fabs(x - r) <= tol * (1 + fabs(r));
+}
+
+/* vjp and jvp of f at in[0..n) against finite differences. At most
+ * `max_elems` elements per input are probed one by one (all when 0). */
+static void tx_check_grad_n(const char *name, tx_fn f, void *ctx, int n, mlx_array *in,
+                            double tol, size_t max_elems) {
+  mlx_closure cls = tx_closure(f, ctx);
+  mlx_array out = mlx_array_new();
+  if (f(&out, in, n, ctx) || mlx_array_eval(out)) {
+    CHECK_MSG(0, "%s: forward failed: %s", name, test_last_error);
+    mlx_array_free(out);
+    mlx_closure_free(cls);
+    return;
+  }
+  size_t no = mlx_array_size(out);
+  double *u = malloc(sizeof(double) * (no ? no : 1));
+  for (size_t i = 0; i < no; i++) u[i] = test_uniform(-1, 1);
+  mlx_array ua = mlx_array_new_data(u, (const int *)mlx_array_shape(out), (int)mlx_array_ndim(out),
+                                    MLX_FLOAT64);
+  mlx_array uc = mlx_array_new();
+  mlx_astype(&uc, ua, mlx_array_dtype(out), test_stream());
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array cot = mlx_vector_array_new_value(uc);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
+  int ok = mlx_vjp(&r0, &r1, cls, prim, cot) == 0;
+  CHECK_MSG(ok, "%s: vjp failed: %s", name, test_last_error);
+  const double h = 1e-6;
+  double ujv_vjp = 0, ujv_jvp = 0;
+  mlx_vector_array tv = mlx_vector_array_new();
+  double **tans = calloc((size_t)n, sizeof *tans);
+  for (int i = 0; ok && i < n; i++) {
+    mlx_array g = mlx_array_new();
+    mlx_vector_array_get(&g, r1, (size_t)i);
+    CHECK_MSG(mlx_array_ndim(g) == mlx_array_ndim(in[i]) &&
+                  !memcmp(mlx_array_shape(g), mlx_array_shape(in[i]),
+                          sizeof(int) * mlx_array_ndim(g)),
+              "%s: gradient %d has the wrong shape", name, i);
+    double *gv = test_values(g);
+    double *x = test_values(in[i]);
+    size_t sz = mlx_array_size(in[i]);
+    tans[i] = malloc(sizeof(double) * (sz ? sz : 1));
+    for (size_t j = 0; j < sz; j++) tans[i][j] = test_uniform(-1, 1);
+    for (size_t j = 0; gv && j < sz; j++) ujv_vjp += gv[j] * tans[i][j];
+    size_t stride = max_elems && sz > max_elems ? sz / max_elems : 1;
+    for (size_t j = 0; gv && x && j < sz; j += stride) {
+      double keep = x[j];
+      mlx_array saved = in[i];
+      x[j] = keep + h;
+      in[i] = tx_like(saved, x);
+      double fp = tx_dot_out(f, ctx, in, n, u, no);
+      mlx_array_free(in[i]);
+      x[j] = keep - h;
+      in[i] = tx_like(saved, x);
+      double fm = tx_dot_out(f, ctx, in, n, u, no);
+      mlx_array_free(in[i]);
+      in[i] = saved;
+      x[j] = keep;
+      double fd = (fp - fm) / (2 * h);
+      if (!tx_close(gv[j], fd, tol)) {
+        CHECK_MSG(0, "%s: d/dx%d[%zu]: vjp %.10g, finite differences %.10g", name, i, j, gv[j], fd);
+        break;
+      }
+    }
+    free(gv);
+    free(x);
+    mlx_array t = tx_like(in[i], tans[i]);
+    mlx_array tc = mlx_array_new();
+    mlx_astype(&tc, t, mlx_array_dtype(in[i]), test_stream());
+    mlx_vector_array_append_value(tv, tc);
+    mlx_array_free(t);
+    mlx_array_free(tc);
+    mlx_array_free(g);
+  }
+  /* jvp against the directional finite difference */
+  mlx_vector_array j0 = mlx_vector_array_new(), j1 = mlx_vector_array_new();
+  if (ok) {
+    int jok = mlx_jvp(&j0, &j1, cls, prim, tv) == 0;
+    CHECK_MSG(jok, "%s: jvp failed: %s", name, test_last_error);
+    if (jok) {
+      mlx_array jt = mlx_array_new();
+      mlx_vector_array_get(&jt, j1, 0);
+      double *jv = test_values(jt);
+      mlx_array *xp = malloc(sizeof *xp * (size_t)n), *xm = malloc(sizeof *xm * (size_t)n);
+      for (int i = 0; i < n; i++) {
+        double *x = test_values(in[i]);
+        size_t sz = mlx_array_size(in[i]);
+        double *a = malloc(sizeof(double) * (sz ? sz : 1)), *b = malloc(sizeof(double) * (sz ? sz : 1));
+        for (size_t j = 0; j < sz; j++) {
+          a[j] = x[j] + h * tans[i][j];
+          b[j] = x[j] - h * tans[i][j];
+        }
+        xp[i] = tx_like(in[i], a);
+        xm[i] = tx_like(in[i], b);
+        free(a);
+        free(b);
+        free(x);
+      }
+      mlx_array op = mlx_array_new(), om = mlx_array_new();
+      f(&op, xp, n, ctx);
+      f(&om, xm, n, ctx);
+      double *vp = test_values(op), *vm = test_values(om);
+      for (size_t k = 0; jv && vp && vm && k < no; k++) {
+        double fd = (vp[k] - vm[k]) / (2 * h);
+        ujv_jvp += u[k] * jv[k];
+        if (!tx_close(jv[k], fd, tol)) {
+          CHECK_MSG(0, "%s: jvp[%zu] %.10g, finite differences %.10g", name, k, jv[k], fd);
+          break;
+        }
+      }
+      CHECK_MSG(tx_close(ujv_vjp, ujv_jvp, tol), "%s: <u, Jv> by vjp %.10g, by jvp %.10g", name,
+                ujv_vjp, ujv_jvp);
+      free(jv);
+      free(vp);
+      free(vm);
+      for (int i = 0; i < n; i++) {
+        mlx_array_free(xp[i]);
+        mlx_array_free(xm[i]);
+      }
+      free(xp);
+      free(xm);
+      mlx_array_free(op);
+      mlx_array_free(om);
+      mlx_array_free(jt);
+    }
+  }
+  for (int i = 0; i < n; i++) free(tans[i]);
+  free(tans);
+  free(u);
+  mlx_vector_array_free(j0);
+  mlx_vector_array_free(j1);
+  mlx_vector_array_free(tv);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(cot);
+  mlx_array_free(ua);
+  mlx_array_free(uc);
+  mlx_array_free(out);
+  mlx_closure_free(cls);
+}
+
+static void tx_check_grad(const char *name, tx_fn f, void *ctx, int n, mlx_array *in, double tol) {
+  tx_check_grad_n(name, f, ctx, n, in, tol, 48);
+}
+
+/* vmap of cls (any number of outputs) over in with in_axes (-1 = unbatched)
+ * and out_axes (NULL: all 0): res receives the outputs. 0 on success. */
+static int tx_vmap(mlx_vector_array *res, mlx_closure cls, mlx_vector_array in, const int *in_axes,
+                   const int *out_axes) {
+  mlx_vector_array s_in = mlx_vector_array_new(), s_out = mlx_vector_array_new();
+  size_t nin = mlx_vector_array_size(in);
+  int rc = mlx_detail_vmap_trace(&s_in, &s_out, cls, in, in_axes, nin);
+  if (!rc) {
+    size_t no = mlx_vector_array_size(s_out);
+    int *oax = calloc(no + 1, sizeof(int));
+    for (size_t o = 0; out_axes && o < no; o++) oax[o] = out_axes[o];
+    rc = mlx_detail_vmap_replace(res, in, s_in, s_out, in_axes, nin, oax, no);
+    free(oax);
+  }
+  mlx_vector_array_free(s_in);
+  mlx_vector_array_free(s_out);
+  return rc;
+}
+
+/* vmap of f over in (in_axes[i] = -1: unbatched) against a loop over the
+ * batch calling f on slices, stacked along axis 0. */
+static void tx_check_vmap(const char *name, tx_fn f, void *ctx, int n, mlx_array *in,
+                          const int *in_axes, double tol) {
+  mlx_closure cls = tx_closure(f, ctx);
+  mlx_vector_array vin = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array res = mlx_vector_array_new();
+  int ok = tx_vmap(&res, cls, vin, in_axes, NULL) == 0;
+  CHECK_MSG(ok, "%s: vmap failed: %s", name, test_last_error);
+  int B = -1;
+  for (int i = 0; i < n; i++)
+    if (in_axes[i] >= 0) B = mlx_array_shape(in[i])[in_axes[i]];
+  mlx_array got = mlx_array_new();
+  if (ok) mlx_vector_array_get(&got, res, 0);
+  mlx_array *outs = malloc(sizeof *outs * (size_t)(B > 0 ? B : 1));
+  int built = 0;
+  for (int b = 0; ok && b < B; b++) {
+    mlx_array xs[16];
+    for (int i = 0; i < n; i++) {
+      xs[i] = mlx_array_new();
+      if (in_axes[i] < 0) {
+        mlx_array_set(&xs[i], in[i]);
+      } else {
+        mlx_array idx = mlx_array_new_int(b);
+        mlx_take_axis(&xs[i], in[i], idx, in_axes[i], test_stream());
+        mlx_array_free(idx);
+      }
+    }
+    outs[b] = mlx_array_new();
+    if (f(&outs[b], xs, n, ctx)) ok = 0;
+    built++;
+    for (int i = 0; i < n; i++) mlx_array_free(xs[i]);
+  }
+  if (ok) {
+    mlx_vector_array vs = mlx_vector_array_new_data(outs, (size_t)B);
+    mlx_array want = mlx_array_new();
+    ok = mlx_stack_axis(&want, vs, 0, test_stream()) == 0;
+    CHECK_MSG(ok, "%s: loop reference failed: %s", name, test_last_error);
+    if (ok) {
+      CHECK_MSG(mlx_array_ndim(got) == mlx_array_ndim(want) &&
+                    !memcmp(mlx_array_shape(got), mlx_array_shape(want),
+                            sizeof(int) * mlx_array_ndim(got)),
+                "%s: vmap result has the wrong shape", name);
+      double *w = test_values(want);
+      size_t sz = mlx_array_size(want);
+      if (w && mlx_array_size(got) == sz) CHECK_CLOSE(got, w, sz, tol, tol);
+      free(w);
+    }
+    mlx_array_free(want);
+    mlx_vector_array_free(vs);
+  }
+  for (int b = 0; b < built; b++) mlx_array_free(outs[b]);
+  free(outs);
+  mlx_array_free(got);
+  mlx_vector_array_free(res);
+  mlx_vector_array_free(vin);
+  mlx_closure_free(cls);
+}
+
+#endif
