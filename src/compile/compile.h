@@ -172,6 +172,15 @@ bool lc_fused_want_stream(int64_t out_bytes);
 int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
                    struct lc_node *const *in, struct lc_node **outs);
 
+/* Transformation rules of FUSED nodes (fused_rules.c; the contract is
+ * ops/prim.h's): the region is expanded into its instructions and the
+ * transform runs over them. */
+int lc_fused_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                 struct lc_node **out);
+int lc_fused_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+int lc_fused_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                  struct lc_node **out, int *out_ax);
+
 /* ---- dumps (dump.c) ---- */
 /* When LACE_DUMP_GRAPH is set: prints p as DOT (and fused kernels) to
  * stderr under the given title. */

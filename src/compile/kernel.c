@@ -458,8 +458,12 @@ static int fused_describe(const struct lc_node *n, char *buf, size_t len) {
   return 0;
 }
 
-const struct lc_prim lc_prim_fused = {
-    .name = "fused", .eval_cpu = fused_eval, .describe = fused_describe};
+const struct lc_prim lc_prim_fused = {.name = "fused",
+                                      .eval_cpu = fused_eval,
+                                      .describe = fused_describe,
+                                      .vjp = lc_fused_vjp,
+                                      .jvp = lc_fused_jvp,
+                                      .vmap = lc_fused_vmap};
 
 int lc_fused_build(const struct lc_fused_hdr *blob, int ndim, const int *shape,
                    struct lc_node *const *in, struct lc_node **outs) {

@@ -27,7 +27,7 @@ long lc_compile_trace_count(void) { return traces_run; }
 static int placeholder_eval(struct lc_node *n) {
   (void)n;
   return lc_error("cannot evaluate an array that depends on the inputs of a function being "
-                  "traced by compile; return it from the function instead");
+                  "traced (compile, vmap); return it from the function instead");
 }
 
 const struct lc_prim lc_prim_placeholder = {.name = "placeholder", .eval_cpu = placeholder_eval};

@@ -76,8 +76,9 @@ int lc_rule_missing(int which, const char **names, int max) {
   for (int op = 0; op < LC_OP_COUNT; op++) {
     const struct lc_prim *p = lc_prims[op];
     bool has = which == 0 ? p->vjp != NULL : which == 1 ? p->jvp != NULL : p->vmap != NULL;
-    /* leaves and placeholders are never transformed */
-    if (has || op == LC_OP_NONE || op == LC_OP_PLACEHOLDER) continue;
+    /* leaves and placeholders are never transformed; the engines handle
+     * tuple getters themselves */
+    if (has || op == LC_OP_NONE || op == LC_OP_PLACEHOLDER || op == LC_OP_TUPLE_GET) continue;
     if (cnt < max) names[cnt] = p->name;
     cnt++;
   }
