@@ -12,11 +12,243 @@
 #include "ops/tuple.h"
 #include "ops/unary.h"
 #include "ops/vmath.h"
+#include "transforms/transforms.h"
+
+/* ---- transformation rules ----
+ * A differentiable op NAME has NAME_partial(n, k): the partial derivative
+ * of n = f(x0, x1) in input k, a lazy node built with the ordinary
+ * builders (so it differentiates again). jvp = sum_k tan_k * partial_k and
+ * the cotangent of input k = cot * conj(partial_k) (MLX's convention for
+ * complex inputs; conj is the identity on real dtypes). Inputs already
+ * have the output's shape (the builders broadcast first), so no rule
+ * unbroadcasts. Integer and bool results (comparisons, bitwise, integer
+ * division) have zero rules, as in MLX. Every op vmaps elementwise;
+ * divmod, a tuple, has its own rule. */
+
+/* Chain helpers: they consume their node arguments and return a new
+ * reference; a NULL argument (a failure already reported) gives NULL. */
+static struct lc_node *take1(struct lc_node *(*op)(struct lc_node *), struct lc_node *a) {
+  struct lc_node *r = a ? op(a) : NULL;
+  lc_node_release(a);
+  return r;
+}
+static struct lc_node *take2(struct lc_node *(*op)(struct lc_node *, struct lc_node *),
+                             struct lc_node *a, struct lc_node *b) {
+  struct lc_node *r = a && b ? op(a, b) : NULL;
+  lc_node_release(a);
+  lc_node_release(b);
+  return r;
+}
+static struct lc_node *where_(struct lc_node *c, struct lc_node *a, struct lc_node *b) {
+  struct lc_node *r = c && a && b ? lc_where(c, a, b) : NULL;
+  lc_node_release(c);
+  lc_node_release(a);
+  lc_node_release(b);
+  return r;
+}
+static struct lc_node *ref(struct lc_node *x) { return lc_node_retain(x); }
+/* The 0-d constant v in x's dtype (so it never promotes x). */
+static struct lc_node *kst(const struct lc_node *x, double v) {
+  return lc_node_new_scalar(x->dtype, v);
+}
+
+#define X0 (n->in[0])
+#define X1 (n->in[1])
+static struct lc_node *multiply_partial(struct lc_node *n, int k) { return ref(n->in[1 - k]); }
+/* 1/y and -x/y^2 = -n/y */
+static struct lc_node *divide_partial(struct lc_node *n, int k) {
+  if (k == 0) return take2(lc_divide, kst(X1, 1), ref(X1));
+  return take1(lc_negative, lc_divide(n, X1));
+}
+/* x - y floor(x/y): 1 and -floor(x/y) */
+static struct lc_node *remainder_partial(struct lc_node *n, int k) {
+  if (k == 0) return kst(n, 1);
+  return take1(lc_negative, take1(lc_floor, lc_divide(X0, X1)));
+}
+/* y x^(y-1), and log(x) x^y taken as 0 where x^y == 0 (MLX: 0 log 0 = 0). */
+static struct lc_node *power_partial(struct lc_node *n, int k) {
+  if (k == 0)
+    return take2(lc_multiply, ref(X1),
+                 take2(lc_power, ref(X0), take2(lc_subtract, ref(X1), kst(X1, 1))));
+  return where_(ref(n), take2(lc_multiply, lc_log(X0), ref(n)), kst(n, 0));
+}
+/* arctan2(a, b): b / (a^2 + b^2) and -a / (a^2 + b^2) */
+static struct lc_node *arctan2_partial(struct lc_node *n, int k) {
+  struct lc_node *den = take2(lc_add, lc_square(X0), lc_square(X1));
+  if (k == 0) return take2(lc_divide, ref(X1), den);
+  return take1(lc_negative, take2(lc_divide, ref(X0), den));
+}
+/* sigmoid(a - b) and sigmoid(b - a) */
+static struct lc_node *logaddexp_partial(struct lc_node *n, int k) {
+  return take1(lc_sigmoid, lc_subtract(n->in[k], n->in[1 - k]));
+}
+
+typedef struct lc_node *(*partial_fn)(struct lc_node *n, int k);
+
+static int partial_vjp(struct lc_node *n, struct lc_node *cot, const int *argnums, int nargs,
+                       partial_fn d, struct lc_node **out) {
+  for (int j = 0; j < nargs; j++) {
+    out[j] = take2(lc_multiply, ref(cot), take1(lc_conjugate, d(n, argnums[j])));
+    if (!out[j]) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+/* *acc += v (both consumed; *acc may start NULL). 0, or 1 on failure. */
+static int accum(struct lc_node **acc, struct lc_node *v) {
+  *acc = *acc ? take2(lc_add, *acc, v) : v;
+  return !*acc;
+}
+static int partial_jvp(struct lc_node *n, struct lc_node *const *tan, partial_fn d,
+                       struct lc_node **out) {
+  struct lc_node *acc = NULL;
+  for (int k = 0; k < 2; k++)
+    if (tan[k] && accum(&acc, take2(lc_multiply, ref(tan[k]), d(n, k)))) return 1;
+  out[0] = acc;
+  return 0;
+}
+#define PARTIAL_RULES(NAME)                                                                 \
+  static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
+                        int nargs, struct lc_node **out) {                                  \
+    return partial_vjp(n, cot[0], argnums, nargs, NAME##_partial, out);                     \
+  }                                                                                         \
+  static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
+    return partial_jvp(n, tan, NAME##_partial, out);                                        \
+  }
+PARTIAL_RULES(multiply)
+PARTIAL_RULES(divide)
+PARTIAL_RULES(remainder)
+PARTIAL_RULES(power)
+PARTIAL_RULES(arctan2)
+PARTIAL_RULES(logaddexp)
+
+/* add and subtract pass cotangents and tangents through (negated for
+ * subtract's second input). */
+static int add_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                   struct lc_node **out) {
+  (void)n, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = ref(cot[0]);
+  return 0;
+}
+static int add_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n;
+  struct lc_node *acc = NULL;
+  for (int k = 0; k < 2; k++)
+    if (tan[k] && accum(&acc, ref(tan[k]))) return 1;
+  out[0] = acc;
+  return 0;
+}
+static int subtract_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                        int nargs, struct lc_node **out) {
+  (void)n;
+  for (int j = 0; j < nargs; j++) {
+    out[j] = argnums[j] == 0 ? ref(cot[0]) : lc_negative(cot[0]);
+    if (!out[j]) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+static int subtract_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n;
+  if (tan[0] && tan[1]) out[0] = lc_subtract(tan[0], tan[1]);
+  else out[0] = tan[0] ? ref(tan[0]) : lc_negative(tan[1]);
+  return !out[0];
+}
+
+/* maximum and minimum route the cotangent to the input they picked; on
+ * ties it goes to the second input, as in MLX (maximum: x0 > x1 picks x0,
+ * else x1; minimum: x0 < x1 picks x0). */
+static struct lc_node *maximum_mask(struct lc_node *n, int k) {
+  return k == 0 ? lc_greater(X0, X1) : lc_less_equal(X0, X1);
+}
+static struct lc_node *minimum_mask(struct lc_node *n, int k) {
+  return k == 0 ? lc_less(X0, X1) : lc_greater_equal(X0, X1);
+}
+typedef struct lc_node *(*mask_fn)(struct lc_node *n, int k);
+
+static int masked_vjp(struct lc_node *n, struct lc_node *cot, const int *argnums, int nargs,
+                      mask_fn m, struct lc_node **out) {
+  for (int j = 0; j < nargs; j++) {
+    out[j] = where_(m(n, argnums[j]), ref(cot), kst(cot, 0));
+    if (!out[j]) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+static int masked_jvp(struct lc_node *n, struct lc_node *const *tan, mask_fn m,
+                      struct lc_node **out) {
+  struct lc_node *acc = NULL;
+  for (int k = 0; k < 2; k++)
+    if (tan[k] && accum(&acc, where_(m(n, k), ref(tan[k]), kst(tan[k], 0)))) return 1;
+  out[0] = acc;
+  return 0;
+}
+#define MASKED_RULES(NAME)                                                                  \
+  static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
+                        int nargs, struct lc_node **out) {                                  \
+    return masked_vjp(n, cot[0], argnums, nargs, NAME##_mask, out);                         \
+  }                                                                                         \
+  static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
+    return masked_jvp(n, tan, NAME##_mask, out);                                            \
+  }
+MASKED_RULES(maximum)
+MASKED_RULES(minimum)
+#undef X0
+#undef X1
+
+/* Zero cotangents and tangents (NULL results), for every output of n. */
+static int zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  return 0;
+}
+static int zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = NULL;
+  return 0;
+}
+#define ZERO_RULES(NAME)                                                                    \
+  static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
+                        int nargs, struct lc_node **out) {                                  \
+    return zero_vjp(n, cot, argnums, nargs, out);                                           \
+  }                                                                                         \
+  static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
+    return zero_jvp(n, tan, out);                                                           \
+  }
+ZERO_RULES(floor_divide)
+ZERO_RULES(equal)
+ZERO_RULES(nan_equal)
+ZERO_RULES(not_equal)
+ZERO_RULES(greater)
+ZERO_RULES(greater_equal)
+ZERO_RULES(less)
+ZERO_RULES(less_equal)
+ZERO_RULES(logical_and)
+ZERO_RULES(logical_or)
+ZERO_RULES(bitwise_and)
+ZERO_RULES(bitwise_or)
+ZERO_RULES(bitwise_xor)
+ZERO_RULES(left_shift)
+ZERO_RULES(right_shift)
+ZERO_RULES(isclose)
 
 #define B LC_B_LOOP
-#define PRIM(NAME)                                                                  \
-  const struct lc_prim lc_prim_##NAME = {                                           \
-      .name = #NAME, .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = NAME##_kernel};
+/* An elementwise row with its rules NAME_vjp and NAME_jvp (above). */
+#define PRIM(NAME)                                                                          \
+  const struct lc_prim lc_prim_##NAME = {.name = #NAME,                                     \
+                                         .flags = LC_PF_ELEMWISE,                           \
+                                         .eval_cpu = lc_ew_eval_cpu,                        \
+                                         .ew = NAME##_kernel,                               \
+                                         .vjp = NAME##_vjp,                                 \
+                                         .jvp = NAME##_jvp,                                 \
+                                         .vmap = lc_rule_vmap_elementwise};
 
 #define CASES_REAL(NAME) LC_CASES_INT(LC_BCASE, NAME) LC_CASES_FLOAT(LC_BCASE, NAME)
 #define CASES_ALL(NAME) CASES_REAL(NAME) LC_CASES_CX(LC_BCASE, NAME)
@@ -326,7 +558,30 @@ static int divmod_eval(struct lc_node *n) {
   int64_t offs[4] = {0, 0, a->offset, b->offset};
   return lc_iter_runs(a->ndim, a->shape, 4, strides, offs, divmod_run, &c, true);
 }
-const struct lc_prim lc_prim_divmod = {.name = "divmod", .eval_cpu = divmod_eval};
+/* divmod: both outputs are integer-valued (floor division) or have zero
+ * derivative in MLX, so its rules are zero; vmap is the op over batch-
+ * first operands, one batched output each. */
+static int divmod_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = out[1] = NULL;
+  return 0;
+}
+static int divmod_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax) {
+  (void)n;
+  struct lc_node *a = lc_rule_batch_front(in[0], ax[0], true);
+  struct lc_node *b = a ? lc_rule_batch_front(in[1], ax[1], true) : NULL;
+  int rc = !b || lc_divmod(a, b, &out[0], &out[1]);
+  lc_node_release(a);
+  lc_node_release(b);
+  out_ax[0] = out_ax[1] = 0;
+  return rc;
+}
+const struct lc_prim lc_prim_divmod = {.name = "divmod",
+                                       .eval_cpu = divmod_eval,
+                                       .vjp = zero_vjp,
+                                       .jvp = divmod_jvp,
+                                       .vmap = divmod_vmap};
 
 /* ---- builders ---- */
 

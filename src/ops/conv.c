@@ -9,9 +9,11 @@
 
 #include "core/alloc.h"
 #include "core/error.h"
+#include "ops/binary.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
+#include "transforms/transforms.h"
 
 #define LC_CONV_MAXSP 3
 
@@ -148,8 +150,18 @@ static int conv_describe(const struct lc_node *n, char *buf, size_t len) {
   return snprintf(buf, len, "nsp=%d groups=%d flip=%d", p->nsp, p->groups, p->flip);
 }
 
-const struct lc_prim lc_prim_conv = {
-    .name = "conv", .eval_cpu = conv_eval, .describe = conv_describe};
+static int conv_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                    int nargs, struct lc_node **out);
+static int conv_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int conv_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_conv = {.name = "conv",
+                                     .eval_cpu = conv_eval,
+                                     .describe = conv_describe,
+                                     .vjp = conv_vjp,
+                                     .jvp = conv_jvp,
+                                     .vmap = conv_vmap};
 
 /* ---- builders ---- */
 
@@ -293,4 +305,234 @@ struct lc_node *lc_conv_transpose(const char *fn, struct lc_node *in, struct lc_
     hi[i] = (int)h;
   }
   return lc_conv_general(fn, in, wt, one, lo, hi, dilation, stride, groups, true);
+}
+
+/* ---- transformation rules ----
+ *
+ * Notation per spatial axis: in = input extent (of the node's input, after
+ * any crop), k = kernel extent, out = output extent, s = stride, kd/id =
+ * kernel/input dilation, lo = low padding. Output tap t reads the padded,
+ * input-dilated input at t*s + j*kd - lo for kernel index j (k-1-j with
+ * flip). Both cotangents are convolutions again (as MLX's). */
+
+static const struct conv_params *conv_p(const struct lc_node *n) { return n->params; }
+
+/* x (consumed) cut to [start[i], start[i] + len[i]) on spatial axis i
+ * (axes 1..nsp), or x itself when nothing needs cutting. */
+static struct lc_node *cut_spatial(struct lc_node *x, int nsp, const int *start,
+                                   const int *len) {
+  if (!x) return NULL;
+  int st[LC_CONV_MAXSP + 2] = {0}, sp[LC_CONV_MAXSP + 2];
+  bool cut = false;
+  for (int d = 0; d < x->ndim; d++) sp[d] = x->shape[d];
+  for (int i = 0; i < nsp; i++) {
+    st[i + 1] = start[i];
+    sp[i + 1] = start[i] + len[i];
+    cut |= start[i] != 0 || len[i] != x->shape[i + 1];
+  }
+  if (!cut) return x;
+  struct lc_node *r = lc_slice(x, st, sp, NULL);
+  lc_node_release(x);
+  return r;
+}
+
+/* x (O, k..., cg) regrouped for the transposed convolution: (G cg, k..., og). */
+static struct lc_node *weight_transposed(struct lc_node *w, int G) {
+  int nd = w->ndim, sh[LC_CONV_MAXSP + 3];
+  sh[0] = G;
+  sh[1] = w->shape[0] / G;
+  for (int d = 1; d < nd; d++) sh[d + 1] = w->shape[d];
+  struct lc_node *r = lc_reshape(w, nd + 1, sh), *t = r ? lc_swapaxes(r, 1, nd) : NULL;
+  lc_node_release(r);
+  if (!t) return NULL;
+  int fs[LC_CONV_MAXSP + 2];
+  fs[0] = G * t->shape[1];
+  for (int d = 2; d <= nd; d++) fs[d - 1] = t->shape[d];
+  struct lc_node *f = lc_reshape(t, nd, fs);
+  lc_node_release(t);
+  return f;
+}
+
+/* d(input): the cotangent convolved with the regrouped, flipped weight,
+ * stride and input dilation exchanged; low padding dil(k) - 1 - lo, high
+ * padding what makes the result cover the input. Negative paddings start
+ * the result earlier (by whole strides) or later; the extra rows are cut. */
+static struct lc_node *conv_vjp_input(struct lc_node *n, struct lc_node *g) {
+  const struct conv_params *p = conv_p(n);
+  const struct lc_node *x = n->in[0];
+  struct lc_node *w = n->in[1];
+  int nsp = p->nsp, lo[LC_CONV_MAXSP], hi[LC_CONV_MAXSP], skip[LC_CONV_MAXSP],
+      len[LC_CONV_MAXSP];
+  for (int i = 0; i < nsp; i++) {
+    int64_t l = dilate(w->shape[i + 1], p->kdil[i]) - 1 - p->lo[i];
+    int64_t h = dilate(x->shape[i + 1], p->idil[i]) + p->lo[i] -
+                (int64_t)(n->shape[i + 1] - 1) * p->stride[i] - 1;
+    int64_t m = l < 0 ? (-l + p->idil[i] - 1) / p->idil[i] : 0;
+    lo[i] = (int)(l + m * p->idil[i]);
+    hi[i] = h < 0 ? 0 : (int)h;
+    skip[i] = (int)m;
+    len[i] = x->shape[i + 1];
+  }
+  struct lc_node *wt = weight_transposed(w, p->groups);
+  if (!wt) return NULL;
+  struct lc_node *r = lc_conv_general("conv vjp", g, wt, p->idil, lo, hi, p->kdil, p->stride,
+                                      p->groups, !p->flip);
+  lc_node_release(wt);
+  return cut_spatial(r, nsp, skip, len);
+}
+
+/* d(weight): the input (channels regrouped into the batch position) convolved
+ * with the cotangent (batch as its input channels), stride and kernel
+ * dilation exchanged; then kernel taps reversed for a flipped kernel. */
+static struct lc_node *conv_vjp_weight(struct lc_node *n, struct lc_node *g) {
+  const struct conv_params *p = conv_p(n);
+  struct lc_node *x = n->in[0];
+  const struct lc_node *w = n->in[1];
+  int nsp = p->nsp, G = p->groups, nd = x->ndim, N = x->shape[0], C = x->shape[nd - 1];
+  int hi[LC_CONV_MAXSP], zero[LC_CONV_MAXSP] = {0}, klen[LC_CONV_MAXSP];
+  for (int i = 0; i < nsp; i++) {
+    int64_t h = (int64_t)(w->shape[i + 1] - 1) * p->kdil[i] +
+                (int64_t)(n->shape[i + 1] - 1) * p->stride[i] + 1 -
+                dilate(x->shape[i + 1], p->idil[i]) - p->lo[i];
+    hi[i] = h < 0 ? 0 : (int)h;
+    klen[i] = w->shape[i + 1];
+  }
+  /* x (N, sp..., G cg) -> (N, sp..., G, cg) -> (cg, sp..., G, N) -> (cg, sp..., G N) */
+  int sh[LC_CONV_MAXSP + 3];
+  memcpy(sh, x->shape, sizeof(int) * (size_t)nd);
+  sh[nd - 1] = G;
+  sh[nd] = C / G;
+  struct lc_node *x5 = lc_reshape(x, nd + 1, sh), *xt = x5 ? lc_swapaxes(x5, 0, nd) : NULL;
+  lc_node_release(x5);
+  if (!xt) return NULL;
+  memcpy(sh, xt->shape, sizeof(int) * (size_t)(nd - 1));
+  sh[nd - 1] = G * N;
+  struct lc_node *xin = lc_reshape(xt, nd, sh);
+  lc_node_release(xt);
+  struct lc_node *gt = xin ? lc_swapaxes(g, 0, nd - 1) : NULL, *r = NULL;
+  if (gt)
+    r = lc_conv_general("conv vjp", xin, gt, p->kdil, p->lo, hi, p->stride, p->idil, G, false);
+  lc_node_release(xin);
+  lc_node_release(gt);
+  r = cut_spatial(r, nsp, zero, klen);
+  if (r && p->flip) {
+    int st[LC_CONV_MAXSP + 2], sp[LC_CONV_MAXSP + 2], step[LC_CONV_MAXSP + 2];
+    for (int d = 0; d < nd; d++) {
+      bool spatial = d >= 1 && d <= nsp;
+      st[d] = spatial ? r->shape[d] - 1 : 0;
+      sp[d] = spatial ? -r->shape[d] - 1 : r->shape[d];
+      step[d] = spatial ? -1 : 1;
+    }
+    struct lc_node *rev = lc_slice(r, st, sp, step);
+    lc_node_release(r);
+    r = rev;
+  }
+  struct lc_node *o = r ? lc_swapaxes(r, 0, nd - 1) : NULL;
+  lc_node_release(r);
+  return o;
+}
+
+static int conv_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                    int nargs, struct lc_node **out) {
+  for (int j = 0; j < nargs; j++) {
+    out[j] = argnums[j] == 0 ? conv_vjp_input(n, cot[0]) : conv_vjp_weight(n, cot[0]);
+    if (!out[j]) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Bilinear: conv(t_in, w) + conv(in, t_w). */
+static int conv_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  struct lc_node *parts[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    if (!tan[k]) continue;
+    struct lc_node *in[2] = {n->in[0], n->in[1]};
+    in[k] = tan[k];
+    if (!(parts[k] = lc_rule_clone(n, in))) {
+      lc_node_release(parts[0]);
+      return 1;
+    }
+  }
+  if (parts[0] && parts[1]) {
+    out[0] = lc_add(parts[0], parts[1]);
+    lc_node_release(parts[0]);
+    lc_node_release(parts[1]);
+    return !out[0];
+  }
+  out[0] = parts[0] ? parts[0] : parts[1];
+  return 0;
+}
+
+/* A CONV node like n over (x, w) with `groups`, its output shape from n's
+ * spatial extents, x's batch and w's output channels. */
+static struct lc_node *conv_like(struct lc_node *n, struct lc_node *x, struct lc_node *w,
+                                 int groups) {
+  struct conv_params p = *conv_p(n);
+  p.groups = groups;
+  int nd = n->ndim, sh[LC_CONV_MAXSP + 2];
+  memcpy(sh, n->shape, sizeof(int) * (size_t)nd);
+  sh[0] = x->shape[0];
+  sh[nd - 1] = w->shape[0];
+  struct lc_node *in[2] = {x, w};
+  return lc_node_new_op(LC_OP_CONV, n->dtype, nd, sh, 2, in, &p, sizeof p);
+}
+
+/* x (consumed) with dims [d, d + 2) merged into one. */
+static struct lc_node *merge2(struct lc_node *x, int d) {
+  if (!x) return NULL;
+  struct lc_node *r = lc_flatten(x, d, d + 1);
+  lc_node_release(x);
+  return r;
+}
+
+/* x (consumed) with dim d split into (a, x.shape[d] / a). */
+static struct lc_node *split2(struct lc_node *x, int d, int a) {
+  if (!x) return NULL;
+  int parts[2] = {a, x->shape[d] / a};
+  struct lc_node *r = lc_unflatten(x, d, 2, parts);
+  lc_node_release(x);
+  return r;
+}
+
+static struct lc_node *moved(struct lc_node *x, int from, int to) {
+  if (!x) return NULL;
+  struct lc_node *r = lc_moveaxis(x, from, to);
+  lc_node_release(x);
+  return r;
+}
+
+/* Batched input: folded into N. Batched weight: folded into the output
+ * channels, (G, B, og) so that each group keeps its channels. Both: a
+ * convolution with B * G groups, the batch folded into the channels.
+ * Results come back with the batch axis first or just before the channels. */
+static int conv_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const struct conv_params *p = conv_p(n);
+  int B = lc_rule_batch_size(2, in, ax), G = p->groups, nd = n->ndim, ch = nd - 1;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  struct lc_node *w = x ? lc_rule_batch_front(in[1], ax[1], false) : NULL, *r = NULL;
+  if (!w) goto done;
+  if (ax[1] == -1) { /* (B, N, ...) -> (B N, ...) */
+    x = merge2(x, 0);
+    r = x ? split2(conv_like(n, x, w, G), 0, B) : NULL;
+    *out_ax = 0;
+  } else if (ax[0] == -1) { /* w (B, G og, ...) -> (G, B, og, ...) -> (G B og, ...) */
+    w = merge2(merge2(moved(split2(w, 1, G), 0, 1), 0), 0);
+    r = w ? split2(split2(conv_like(n, x, w, G), ch, G), ch + 1, B) : NULL; /* (.., G, B, og) */
+    r = merge2(moved(r, ch + 1, ch), ch + 1);                              /* (.., B, O) */
+    *out_ax = ch;
+  } else { /* x (N, ..., B, C) -> (N, ..., B C); w (B O, ...); groups B G */
+    x = merge2(moved(x, 0, ch), ch);
+    w = merge2(w, 0);
+    r = x && w ? split2(conv_like(n, x, w, B * G), ch, B) : NULL;
+    *out_ax = ch;
+  }
+done:
+  lc_node_release(x);
+  lc_node_release(w);
+  out[0] = r;
+  return r == NULL;
 }

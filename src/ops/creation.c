@@ -11,6 +11,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
+#include "transforms/transforms.h"
 
 static int check_dtype(const char *fn, mlx_dtype t) {
   if (!lc_dtype_valid(t)) return lc_error("%s: invalid dtype %d", fn, (int)t);
@@ -272,7 +273,34 @@ static int tril_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_tril = {.name = "tril", .eval_cpu = tril_eval};
+/* Linear masking: the cotangent / tangent masked alike. */
+static int tril_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = lc_rule_clone(n, cot));
+}
+
+static int tril_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_rule_clone(n, tan));
+}
+
+/* The batch goes first, out of the two matrix axes. */
+static int tril_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const struct tril_params *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  out[0] = lc_tril(x, p->k, p->upper);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_tril = {.name = "tril",
+                                     .eval_cpu = tril_eval,
+                                     .vjp = tril_vjp,
+                                     .jvp = tril_jvp,
+                                     .vmap = tril_vmap};
 
 struct lc_node *lc_tril(struct lc_node *x, int k, bool upper) {
   if (x->ndim < 2) {

@@ -238,9 +238,24 @@ static void astype_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *co
   convert_table[in_dt][out_dt](n, out, in[0], is[0]);
 }
 
+/* astype is linear: the cotangent goes back to the input's dtype, the
+ * tangent to the output's. */
+static int astype_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = lc_astype(cot[0], n->in[0]->dtype));
+}
+
+static int astype_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_astype(tan[0], n->dtype));
+}
+
 const struct lc_prim lc_prim_astype = {
     .name = "astype",
     .flags = LC_PF_ELEMWISE,
     .eval_cpu = lc_ew_eval_cpu,
     .ew = astype_kernel,
+    .vjp = astype_vjp,
+    .jvp = astype_jvp,
+    .vmap = lc_rule_vmap_elementwise,
 };

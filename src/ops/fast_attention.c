@@ -22,8 +22,11 @@
 #include "core/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_rules.h"
 #include "ops/fast_sdpa.h"
 #include "ops/prim.h"
+#include "ops/creation.h"
+#include "ops/softmax.h"
 
 struct sdpa_params {
   float scale;
@@ -154,8 +157,18 @@ static int sdpa_describe(const struct lc_node *n, char *buf, size_t len) {
                   p->has_mask, p->has_sinks);
 }
 
-const struct lc_prim lc_prim_fast_sdpa = {
-    .name = "scaled_dot_product_attention", .eval_cpu = sdpa_eval, .describe = sdpa_describe};
+static int sdpa_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out);
+static int sdpa_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int sdpa_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_fast_sdpa = {.name = "scaled_dot_product_attention",
+                                          .eval_cpu = sdpa_eval,
+                                          .describe = sdpa_describe,
+                                          .vjp = sdpa_vjp,
+                                          .jvp = sdpa_jvp,
+                                          .vmap = sdpa_vmap};
 
 #define FN "mlx_fast_scaled_dot_product_attention"
 
@@ -254,4 +267,204 @@ struct lc_node *lc_fast_sdpa(struct lc_node *q, struct lc_node *k, struct lc_nod
 done:
   for (int i = 0; i < nin; i++) lc_node_release(in[i]);
   return r;
+}
+
+/* ---- transformation rules ----
+ * The rules recompute the attention probabilities with plain ops, query
+ * heads grouped by kv head: q as (B, Hkv, R, qL, D) (R = Hq / Hkv), k and v
+ * as (B, Hkv, 1, kL, .), so every kv head serves its R query heads by
+ * broadcasting. With S = scale q k^T (+ additive mask; bool and causal
+ * masks replace masked scores by a constant), P = softmax over the keys
+ * (and the sink, whose column is then dropped), O = P v:
+ *   dV = sum_R P^T dO,  dP = dO v^T,  dS = P (dP - rowsum(P dP)),
+ *   dQ = scale dS k,  dK = sum_R scale dS^T q,  d(mask) = dS,
+ *   d(sink) = -sum_{B, qL} P_sink rowsum(P dP);
+ * dS is zero where a bool / causal mask replaced the score. */
+
+struct sdpa_fwd {
+  int B, Hq, Hkv, R, qL, kL, D, Dv;
+  int mask_in, sinks_in;      /* input indices, -1 when absent */
+  bool additive;              /* the mask is added to the scores */
+  struct lc_node *q5, *k5, *v5;
+  struct lc_node *keep;       /* bool, broadcastable to the scores: real scores; NULL: all */
+  struct lc_node *p, *psink;  /* probabilities (B, Hkv, R, qL, kL), sink's (.., 1) or NULL */
+};
+
+/* x as (B, Hkv, r, L, d) from (B, Hkv r, L, d). */
+static struct lc_node *heads5(struct lc_fx *s, struct lc_node *x, int Hkv) {
+  if (!x) return NULL;
+  int sh[5] = {x->shape[0], Hkv, x->shape[1] / Hkv, x->shape[2], x->shape[3]};
+  return lc_fx_reshape(s, x, 5, sh);
+}
+
+/* The inverse of heads5 for a (B, Hkv, r, L, d) x: (B, Hkv r, L, d). */
+static struct lc_node *heads4(struct lc_fx *s, struct lc_node *x) {
+  if (!x) return NULL;
+  int sh[4] = {x->shape[0], x->shape[1] * x->shape[2], x->shape[3], x->shape[4]};
+  return lc_fx_reshape(s, x, 4, sh);
+}
+
+/* Sum over the R axis (2) of a 5-d x, to the 4-d kv layout. */
+static struct lc_node *sum_groups(struct lc_fx *s, struct lc_node *x) {
+  int ax = 2;
+  return lc_fx_sum(s, x, &ax, 1, false);
+}
+
+static struct lc_node *sdpa_probs(struct lc_fx *s, struct lc_node *n, struct sdpa_fwd *f) {
+  const struct sdpa_params *p = n->params;
+  struct lc_node *q = n->in[0], *k = n->in[1], *v = n->in[2];
+  f->B = q->shape[0], f->Hq = q->shape[1], f->qL = q->shape[2], f->D = q->shape[3];
+  f->Hkv = k->shape[1], f->kL = k->shape[2], f->Dv = v->shape[3], f->R = f->Hq / f->Hkv;
+  f->mask_in = p->has_mask ? 3 : -1;
+  f->sinks_in = p->has_sinks ? 3 + p->has_mask : -1;
+  f->additive = p->has_mask && n->in[3]->dtype != MLX_BOOL;
+  f->keep = f->psink = NULL;
+  f->q5 = heads5(s, q, f->Hkv);
+  f->k5 = heads5(s, k, f->Hkv);
+  f->v5 = heads5(s, v, f->Hkv);
+  struct lc_node *sc = lc_fx_scale(s, lc_fx_mm(s, f->q5, lc_fx_swap_last(s, f->k5)), p->scale);
+  if (p->has_mask) {
+    struct lc_node *m5 = heads5(s, n->in[3], f->Hkv);
+    if (f->additive)
+      sc = lc_fx_add(s, sc, m5);
+    else
+      f->keep = m5;
+  } else if (p->causal) {
+    int qs[2] = {f->qL, 1}, ks[2] = {1, f->kL};
+    struct lc_node *qi = lc_fx_own(s, lc_arange(f->kL - f->qL, f->kL, 1, MLX_INT32));
+    struct lc_node *kj = lc_fx_own(s, lc_arange(0, f->kL, 1, MLX_INT32));
+    qi = lc_fx_reshape(s, qi, 2, qs);
+    kj = lc_fx_reshape(s, kj, 2, ks);
+    f->keep = qi && kj ? lc_fx_own(s, lc_greater_equal(qi, kj)) : NULL;
+  }
+  if (f->keep) sc = lc_fx_where(s, f->keep, sc, lc_fx_const(s, sc, lowest_of(n->dtype)));
+  int last = 4;
+  if (!sc) return NULL;
+  if (!p->has_sinks) return f->p = lc_fx_own(s, lc_softmax(sc, &last, 1, true));
+  int ss[5] = {1, f->Hkv, f->R, 1, 1}, bs[5] = {f->B, f->Hkv, f->R, f->qL, 1};
+  struct lc_node *sk = lc_fx_reshape(s, n->in[f->sinks_in], 5, ss);
+  sk = sk ? lc_fx_own(s, lc_broadcast_to(sk, 5, bs)) : NULL;
+  struct lc_node *parts[2] = {sk, sc};
+  struct lc_node *full = sk ? lc_fx_own(s, lc_concatenate(2, parts, 4)) : NULL;
+  struct lc_node *pf = full ? lc_fx_own(s, lc_softmax(full, &last, 1, true)) : NULL;
+  f->psink = pf ? lc_fx_own(s, lc_slice_axis(pf, 4, 0, 1)) : NULL;
+  f->p = pf ? lc_fx_own(s, lc_slice_axis(pf, 4, 1, f->kL + 1)) : NULL;
+  return f->psink ? f->p : NULL;
+}
+
+/* x where a bool / causal mask kept the score, 0 elsewhere. */
+static struct lc_node *kept(struct lc_fx *s, const struct sdpa_fwd *f, struct lc_node *x) {
+  return f->keep && x ? lc_fx_where(s, f->keep, x, lc_fx_const(s, x, 0)) : x;
+}
+
+static int sdpa_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  const struct sdpa_params *p = n->params;
+  struct lc_fx s = {.n = 0};
+  struct sdpa_fwd f;
+  struct lc_node *P = sdpa_probs(&s, n, &f), *res[5] = {NULL};
+  struct lc_node *g5 = heads5(&s, cot[0], f.Hkv);
+  struct lc_node *dP = lc_fx_mm(&s, g5, lc_fx_swap_last(&s, f.v5));
+  struct lc_node *rowdot = lc_fx_sum_last(&s, lc_fx_mul(&s, dP, P));
+  struct lc_node *dS = kept(&s, &f, lc_fx_mul(&s, P, lc_fx_sub(&s, dP, rowdot)));
+  bool ok = !s.failed;
+  for (int j = 0; ok && j < nargs; j++) {
+    int k = argnums[j];
+    if (k == 0) {
+      res[j] = heads4(&s, lc_fx_scale(&s, lc_fx_mm(&s, dS, f.k5), p->scale));
+    } else if (k == 1) {
+      struct lc_node *t = lc_fx_mm(&s, lc_fx_swap_last(&s, dS), f.q5);
+      res[j] = sum_groups(&s, lc_fx_scale(&s, t, p->scale));
+    } else if (k == 2) {
+      res[j] = sum_groups(&s, lc_fx_mm(&s, lc_fx_swap_last(&s, P), g5));
+    } else if (k == f.mask_in) {
+      if (!f.additive) { /* a bool mask: no cotangent */
+        res[j] = lc_fx_own(&s, lc_zeros_like(n->in[k]));
+        continue;
+      }
+      res[j] = heads4(&s, dS);
+    } else if (k == f.sinks_in) {
+      int axes[3] = {0, 3, 4};
+      struct lc_node *t = lc_fx_mul(&s, f.psink, rowdot);
+      t = lc_fx_sum(&s, lc_fx_scale(&s, t, -1.0), axes, 3, false);
+      res[j] = lc_fx_reshape(&s, t, 1, &f.Hq);
+    }
+    ok = res[j] != NULL && !s.failed;
+  }
+  for (int j = 0; j < nargs; j++) out[j] = ok ? lc_fx_keep(res[j]) : NULL;
+  lc_fx_end(&s);
+  return !ok;
+}
+
+/* dO = dP v + P dv with dP = P (dS - rowsum(P dS) - P_sink d(sink)),
+ * dS = scale (dq k^T + q dk^T) (+ d(mask)), zero where masked. */
+static int sdpa_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const struct sdpa_params *p = n->params;
+  struct lc_fx s = {.n = 0};
+  struct sdpa_fwd f;
+  struct lc_node *P = sdpa_probs(&s, n, &f), *dS = NULL, *row = NULL, *dO = NULL;
+  bool ok = !s.failed;
+  if (ok && tan[0])
+    dS = lc_fx_mm(&s, heads5(&s, tan[0], f.Hkv), lc_fx_swap_last(&s, f.k5));
+  if (ok && tan[1])
+    dS = lc_fx_add0(&s, dS, lc_fx_mm(&s, f.q5, lc_fx_swap_last(&s, heads5(&s, tan[1], f.Hkv))));
+  if (dS) dS = lc_fx_scale(&s, dS, p->scale);
+  if (ok && f.additive && tan[f.mask_in]) dS = lc_fx_add0(&s, dS, heads5(&s, tan[f.mask_in], f.Hkv));
+  dS = kept(&s, &f, dS);
+  if (dS) row = lc_fx_sum_last(&s, lc_fx_mul(&s, P, dS));
+  if (ok && f.sinks_in >= 0 && tan[f.sinks_in]) {
+    int ss[5] = {1, f.Hkv, f.R, 1, 1};
+    row = lc_fx_add0(&s, row, lc_fx_mul(&s, f.psink, lc_fx_reshape(&s, tan[f.sinks_in], 5, ss)));
+  }
+  if (row) {
+    struct lc_node *c = dS ? lc_fx_sub(&s, dS, row) : lc_fx_scale(&s, row, -1.0);
+    dO = lc_fx_mm(&s, lc_fx_mul(&s, P, c), f.v5);
+  }
+  if (ok && tan[2]) dO = lc_fx_add0(&s, dO, lc_fx_mm(&s, P, heads5(&s, tan[2], f.Hkv)));
+  struct lc_node *r = heads4(&s, dO);
+  ok = !s.failed;
+  out[0] = ok ? lc_fx_keep(r) : NULL;
+  lc_fx_end(&s);
+  return !ok;
+}
+
+/* x with its batch (extent B) at axis `at`, broadcast when unbatched. */
+static struct lc_node *batch_at(struct lc_fx *s, struct lc_node *x, int ax, int at, int B) {
+  struct lc_node *f;
+  if (ax == -1)
+    f = lc_fx_own(s, lc_expand_dims(x, 1, &at));
+  else
+    f = ax == at ? x : lc_fx_own(s, lc_moveaxis(x, ax, at));
+  if (!f || f->shape[at] == B) return f;
+  int sh[f->ndim];
+  memcpy(sh, f->shape, sizeof(int) * (size_t)f->ndim);
+  sh[at] = B;
+  return lc_fx_own(s, lc_broadcast_to(f, f->ndim, sh));
+}
+
+/* The batch is folded into the heads, (Bv, H) -> Bv H, for q, k, v, the
+ * mask and the sinks alike: query head b Hq + h then reads kv head
+ * (b Hq + h) / R = b Hkv + h / R, its own example's. */
+static int sdpa_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const struct sdpa_params *p = n->params;
+  int B = lc_rule_batch_size(n->nin, in, ax);
+  struct lc_fx s = {.n = 0};
+  struct lc_node *ins[5] = {NULL};
+  for (int k = 0; k < n->nin; k++) {
+    bool sinks = p->has_sinks && k == n->nin - 1;
+    struct lc_node *b = batch_at(&s, in[k], ax[k], sinks ? 0 : 1, B);
+    ins[k] = b ? lc_fx_own(&s, sinks ? lc_flatten(b, 0, 1) : lc_flatten(b, 1, 2)) : NULL;
+  }
+  struct lc_node *r = NULL;
+  if (!s.failed) {
+    int sh[4] = {n->shape[0], B * n->shape[1], n->shape[2], n->shape[3]}, hs[2] = {B, n->shape[1]};
+    struct lc_node *o =
+        lc_fx_own(&s, lc_node_new_op(LC_OP_FAST_SDPA, n->dtype, 4, sh, n->nin, ins, p, sizeof *p));
+    r = o ? lc_unflatten(o, 1, 2, hs) : NULL;
+  }
+  lc_fx_end(&s);
+  out[0] = r;
+  *out_ax = 1;
+  return r == NULL;
 }

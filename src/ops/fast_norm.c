@@ -13,6 +13,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_rules.h"
 #include "ops/prim.h"
 
 struct norm_params {
@@ -127,10 +128,27 @@ static int norm_describe(const struct lc_node *n, char *buf, size_t len) {
                   p->has_bias);
 }
 
-const struct lc_prim lc_prim_fast_rms_norm = {
-    .name = "rms_norm", .eval_cpu = rms_eval, .describe = norm_describe};
-const struct lc_prim lc_prim_fast_layer_norm = {
-    .name = "layer_norm", .eval_cpu = ln_eval, .describe = norm_describe};
+static int rms_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                   struct lc_node **out);
+static int rms_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int ln_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                  struct lc_node **out);
+static int ln_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int norm_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_fast_rms_norm = {.name = "rms_norm",
+                                              .eval_cpu = rms_eval,
+                                              .describe = norm_describe,
+                                              .vjp = rms_vjp,
+                                              .jvp = rms_jvp,
+                                              .vmap = norm_vmap};
+const struct lc_prim lc_prim_fast_layer_norm = {.name = "layer_norm",
+                                                .eval_cpu = ln_eval,
+                                                .describe = norm_describe,
+                                                .vjp = ln_vjp,
+                                                .jvp = ln_jvp,
+                                                .vmap = norm_vmap};
 
 /* ---- builders ---- */
 
@@ -183,4 +201,157 @@ struct lc_node *lc_fast_rms_norm(struct lc_node *x, struct lc_node *weight, floa
 struct lc_node *lc_fast_layer_norm(struct lc_node *x, struct lc_node *weight, struct lc_node *bias,
                                    float eps) {
   return norm_build("mlx_fast_layer_norm", LC_OP_FAST_LAYER_NORM, x, weight, bias, eps);
+}
+
+/* ---- transformation rules ----
+ * With r = rsqrt(mean(x^2) + eps) (rms) or r = rsqrt(var(x) + eps) and
+ * xc = x - mean(x) (layer), over the last axis; w = 1 and b = 0 when absent:
+ *   rms:   y = x r w,   dy = w (dx r - x r^3 mean(x dx)) + x r dw
+ *   layer: y = xc r w + b, with h = xc r:
+ *          dy = w r (dxc - h mean(h dxc)) + h dw + db,  dxc = dx - mean(dx).
+ * The vjps are the adjoints of these maps. */
+
+/* Input index of the weight and of the bias (-1: absent). */
+static int weight_index(const struct lc_node *n) {
+  return ((const struct norm_params *)n->params)->has_weight ? 1 : -1;
+}
+static int bias_index(const struct lc_node *n) {
+  const struct norm_params *p = n->params;
+  return p->has_bias ? 1 + p->has_weight : -1;
+}
+
+/* r of the rms norm over x's last axis. */
+static struct lc_node *rms_scale(struct lc_fx *s, struct lc_node *n) {
+  struct lc_node *x = n->in[0];
+  const struct norm_params *p = n->params;
+  return lc_fx_rsqrt(s, lc_fx_add(s, lc_fx_mean_last(s, lc_fx_mul(s, x, x)),
+                                  lc_fx_const(s, x, p->eps)));
+}
+
+/* The weight, or NULL when the node has none. */
+static struct lc_node *weight_of(const struct lc_node *n) {
+  int k = weight_index(n);
+  return k < 0 ? NULL : n->in[k];
+}
+
+/* Hands out res[0..nargs) (scope nodes or borrowed; NULL = zero) as new
+ * references, unless a builder failed. Ends the scope. */
+static int hand_out(struct lc_fx *s, struct lc_node *const *res, int nargs, struct lc_node **out) {
+  bool ok = !s->failed;
+  for (int j = 0; j < nargs; j++) out[j] = ok ? lc_fx_keep(res[j]) : NULL;
+  lc_fx_end(s);
+  return !ok;
+}
+
+static int rms_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                   struct lc_node **out) {
+  struct lc_fx s = {.n = 0};
+  struct lc_node *x = n->in[0], *g = cot[0], *w = weight_of(n), *res[2] = {NULL, NULL};
+  struct lc_node *r = rms_scale(&s, n);
+  struct lc_node *gw = w ? lc_fx_mul(&s, g, w) : g;
+  for (int j = 0; j < nargs; j++) {
+    if (argnums[j] == 0) {
+      struct lc_node *r3 = lc_fx_mul(&s, r, lc_fx_mul(&s, r, r));
+      struct lc_node *m = lc_fx_mean_last(&s, lc_fx_mul(&s, gw, x));
+      res[j] = lc_fx_sub(&s, lc_fx_mul(&s, gw, r), lc_fx_mul(&s, x, lc_fx_mul(&s, r3, m)));
+    } else {
+      res[j] = lc_fx_sum_lead(&s, lc_fx_mul(&s, g, lc_fx_mul(&s, x, r)));
+    }
+  }
+  return hand_out(&s, res, nargs, out);
+}
+
+static int rms_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  struct lc_fx s = {.n = 0};
+  struct lc_node *x = n->in[0], *w = weight_of(n), *acc = NULL;
+  struct lc_node *r = rms_scale(&s, n);
+  if (tan[0]) {
+    struct lc_node *r3 = lc_fx_mul(&s, r, lc_fx_mul(&s, r, r));
+    struct lc_node *m = lc_fx_mean_last(&s, lc_fx_mul(&s, x, tan[0]));
+    acc = lc_fx_sub(&s, lc_fx_mul(&s, tan[0], r), lc_fx_mul(&s, x, lc_fx_mul(&s, r3, m)));
+    if (w) acc = lc_fx_mul(&s, acc, w);
+  }
+  if (w && tan[1]) acc = lc_fx_add0(&s, acc, lc_fx_mul(&s, lc_fx_mul(&s, x, r), tan[1]));
+  return hand_out(&s, &acc, 1, out);
+}
+
+/* xc and h = xc r of the layer norm. */
+static void ln_parts(struct lc_fx *s, struct lc_node *n, struct lc_node **xc, struct lc_node **h,
+                     struct lc_node **r) {
+  struct lc_node *x = n->in[0];
+  const struct norm_params *p = n->params;
+  *xc = lc_fx_sub(s, x, lc_fx_mean_last(s, x));
+  struct lc_node *var = lc_fx_mean_last(s, lc_fx_mul(s, *xc, *xc));
+  *r = lc_fx_rsqrt(s, lc_fx_add(s, var, lc_fx_const(s, x, p->eps)));
+  *h = lc_fx_mul(s, *xc, *r);
+}
+
+static int ln_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                  struct lc_node **out) {
+  struct lc_fx s = {.n = 0};
+  struct lc_node *g = cot[0], *w = weight_of(n), *xc, *h, *r, *res[3] = {NULL, NULL, NULL};
+  ln_parts(&s, n, &xc, &h, &r);
+  int wi = weight_index(n), bi = bias_index(n);
+  for (int j = 0; j < nargs; j++) {
+    if (argnums[j] == 0) {
+      struct lc_node *wg = w ? lc_fx_mul(&s, g, w) : g;
+      struct lc_node *c = lc_fx_sub(&s, wg, lc_fx_mean_last(&s, wg));
+      c = lc_fx_sub(&s, c, lc_fx_mul(&s, h, lc_fx_mean_last(&s, lc_fx_mul(&s, wg, h))));
+      res[j] = lc_fx_mul(&s, r, c);
+    } else if (argnums[j] == wi) {
+      res[j] = lc_fx_sum_lead(&s, lc_fx_mul(&s, g, h));
+    } else if (argnums[j] == bi) {
+      res[j] = lc_fx_sum_lead(&s, g);
+    }
+  }
+  return hand_out(&s, res, nargs, out);
+}
+
+static int ln_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  struct lc_fx s = {.n = 0};
+  struct lc_node *w = weight_of(n), *xc, *h, *r, *acc = NULL;
+  ln_parts(&s, n, &xc, &h, &r);
+  int wi = weight_index(n), bi = bias_index(n);
+  if (tan[0]) {
+    struct lc_node *dxc = lc_fx_sub(&s, tan[0], lc_fx_mean_last(&s, tan[0]));
+    struct lc_node *m = lc_fx_mean_last(&s, lc_fx_mul(&s, h, dxc));
+    acc = lc_fx_mul(&s, r, lc_fx_sub(&s, dxc, lc_fx_mul(&s, h, m)));
+    if (w) acc = lc_fx_mul(&s, acc, w);
+  }
+  if (wi >= 0 && tan[wi]) acc = lc_fx_add0(&s, acc, lc_fx_mul(&s, h, tan[wi]));
+  if (bi >= 0 && tan[bi]) acc = lc_fx_add0(&s, acc, tan[bi]);
+  return hand_out(&s, &acc, 1, out);
+}
+
+/* A batched weight or bias (B, D) as (B, 1, ..., 1, D) of rank nd. */
+static struct lc_node *affine_batched(struct lc_fx *s, struct lc_node *v, int ax, int nd) {
+  struct lc_node *f = lc_fx_own(s, lc_rule_batch_front(v, ax, false));
+  if (!f) return NULL;
+  int sh[nd];
+  sh[0] = f->shape[0];
+  for (int d = 1; d < nd - 1; d++) sh[d] = 1;
+  sh[nd - 1] = f->shape[1];
+  return lc_fx_reshape(s, f, nd, sh);
+}
+
+/* x's batch goes first (the normalised axis stays last); an unbatched
+ * weight / bias stays in the fused op, a batched one is applied after it
+ * (in the op's order: the bias only after the weight). */
+static int norm_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const struct norm_params *p = n->params;
+  bool layer = n->op == LC_OP_FAST_LAYER_NORM;
+  int wi = weight_index(n), bi = bias_index(n);
+  struct lc_fx s = {.n = 0};
+  struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front(in[0], ax[0], false));
+  int nd = n->ndim + 1;
+  bool w_in = wi >= 0 && ax[wi] == -1, b_in = bi >= 0 && ax[bi] == -1 && (wi < 0 || w_in);
+  struct lc_node *w = w_in ? in[wi] : NULL, *b = b_in ? in[bi] : NULL, *y = NULL;
+  if (x)
+    y = lc_fx_own(&s, layer ? lc_fast_layer_norm(x, w, b, p->eps) : lc_fast_rms_norm(x, w, p->eps));
+  if (wi >= 0 && !w_in) y = lc_fx_mul(&s, y, affine_batched(&s, in[wi], ax[wi], nd));
+  if (bi >= 0 && !b_in)
+    y = lc_fx_add(&s, y, ax[bi] == -1 ? in[bi] : affine_batched(&s, in[bi], ax[bi], nd));
+  *out_ax = 0;
+  return hand_out(&s, &y, 1, out);
 }

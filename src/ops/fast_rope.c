@@ -15,6 +15,7 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_rules.h"
 #include "ops/prim.h"
 
 struct rope_params {
@@ -153,8 +154,18 @@ static int rope_describe(const struct lc_node *n, char *buf, size_t len) {
                   p->forward);
 }
 
-const struct lc_prim lc_prim_fast_rope = {
-    .name = "rope", .eval_cpu = rope_eval, .describe = rope_describe};
+static int rope_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out);
+static int rope_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int rope_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_fast_rope = {.name = "rope",
+                                          .eval_cpu = rope_eval,
+                                          .describe = rope_describe,
+                                          .vjp = rope_vjp,
+                                          .jvp = rope_jvp,
+                                          .vmap = rope_vmap};
 
 struct lc_node *lc_fast_rope(struct lc_node *x, int dims, bool traditional, bool has_base,
                              float base, float scale, struct lc_node *offset,
@@ -203,4 +214,76 @@ struct lc_node *lc_fast_rope(struct lc_node *x, int dims, bool traditional, bool
       lc_node_new_op(LC_OP_FAST_ROPE, x->dtype, x->ndim, x->shape, f ? 3 : 2, in, &p, sizeof p);
   lc_node_release(f);
   return r;
+}
+
+/* ---- transformation rules ----
+ * rope is a rotation of x (linear, orthogonal): its tangent is the same
+ * rotation of x's tangent, its vjp the inverse rotation (the angles
+ * negated, MLX's forward = false) of the cotangent. Offsets are integers
+ * (no tangent); differentiating the frequencies is not supported (MLX). */
+
+/* A rope node like n over x (any leading shape), offset, n's freqs;
+ * inverse: rotation by the negated angles. */
+static struct lc_node *rope_like(struct lc_node *n, struct lc_node *x, struct lc_node *off,
+                                 bool inverse) {
+  struct rope_params p = *(const struct rope_params *)n->params;
+  if (inverse) p.forward = !p.forward;
+  struct lc_node *in[3] = {x, off, p.has_freqs ? n->in[2] : NULL};
+  return lc_node_new_op(LC_OP_FAST_ROPE, x->dtype, x->ndim, x->shape, p.has_freqs ? 3 : 2, in,
+                        &p, sizeof p);
+}
+
+static int rope_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  if (nargs != 1 || argnums[0] != 0)
+    return lc_error("vjp: rope cannot be differentiated with respect to its offset or "
+                    "frequencies");
+  return !(out[0] = rope_like(n, cot[0], n->in[1], true));
+}
+
+static int rope_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const struct rope_params *p = n->params;
+  if (p->has_freqs && tan[2])
+    return lc_error("jvp: rope cannot be differentiated with respect to its frequencies");
+  out[0] = tan[0] ? rope_like(n, tan[0], n->in[1], false) : NULL;
+  return tan[0] && !out[0];
+}
+
+/* The batch goes in front of x's axis 0. With one offset for every row the
+ * batch is just another leading axis; otherwise (per-row offsets, or
+ * batched offsets) it is folded into axis 0 and the offsets are spread to
+ * match. Batched frequencies are not supported. */
+static int rope_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const struct rope_params *p = n->params;
+  if (p->has_freqs && ax[2] != -1)
+    return lc_error("vmap: rope with batched frequencies is not supported");
+  int B = lc_rule_batch_size(n->nin, in, ax);
+  struct lc_fx s = {.n = 0};
+  struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front(in[0], ax[0], true)), *r = NULL;
+  *out_ax = 0;
+  if (x && x->shape[0] != B) {
+    int sh[x->ndim];
+    memcpy(sh, x->shape, sizeof(int) * (size_t)x->ndim);
+    sh[0] = B;
+    x = lc_fx_own(&s, lc_broadcast_to(x, x->ndim, sh));
+  }
+  if (!x) goto done;
+  if (ax[1] == -1 && n->in[1]->size == 1) {
+    r = rope_like(n, x, in[1], false);
+    goto done;
+  }
+  int rows = n->shape[0], osh[2] = {B, rows}, r2[2] = {1, (int)n->in[1]->size};
+  struct lc_node *off = lc_fx_own(&s, lc_rule_batch_front(in[1], ax[1], true));
+  if (off) r2[0] = off->shape[0];
+  off = lc_fx_reshape(&s, off, 2, r2);
+  off = off ? lc_fx_own(&s, lc_broadcast_to(off, 2, osh)) : NULL;
+  off = off ? lc_fx_own(&s, lc_flatten(off, 0, 1)) : NULL;
+  struct lc_node *xf = lc_fx_own(&s, lc_flatten(x, 0, 1));
+  struct lc_node *y = xf && off ? lc_fx_own(&s, rope_like(n, xf, off, false)) : NULL;
+  if (y) r = lc_unflatten(y, 0, 2, osh);
+done:
+  lc_fx_end(&s);
+  out[0] = r;
+  return r == NULL;
 }

@@ -9,12 +9,15 @@
 #include "core/error.h"
 #include "core/iter.h"
 #include "core/parallel.h"
+#include "ops/binary.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/index_internal.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
 #include "ops/shape_internal.h"
+#include "transforms/transforms.h"
 
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -91,7 +94,81 @@ static int gather_eval(struct lc_node *n) {
   return atomic_load(&c.failed) ? lc_error("gather: out of memory") : 0;
 }
 
-const struct lc_prim lc_prim_gather = {.name = "gather", .eval_cpu = gather_eval};
+/* ---- gather rules ----
+ * Index inputs are not differentiable: their cotangents and tangents are
+ * zero (NULL). */
+
+/* vjp: the cotangent scatter-added into zeros at the gathered slices. */
+static int gather_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  const int *p = n->params;
+  if (argnums[0] != 0) return 0;
+  (void)nargs;
+  struct lc_node *z = lc_zeros_like(n->in[0]);
+  if (!z) return 1;
+  out[0] = lc_scatter(z, p[0], n->in + 1, cot[0], p + 1, LC_SCATTER_ADD);
+  lc_node_release(z);
+  return !out[0];
+}
+
+static int gather_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const int *p = n->params;
+  if (!tan[0]) return 0;
+  return !(out[0] = lc_gather(tan[0], p[0], n->in + 1, p + 1, p + 1 + p[0]));
+}
+
+/* vmap. Source batched alone: the batch axis is one more whole slice axis
+ * (the output has it after the index axes). Indices batched: they get the
+ * batch axis in front (extent 1 for unbatched ones, which broadcast); a
+ * batched source is then indexed along its batch axis by 0..B-1 too, and
+ * that slice axis of extent 1 is squeezed. */
+static int gather_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax) {
+  const int *p = n->params, nax = p[0], *axes = p + 1, *slice = p + 1 + nax;
+  int nd = n->in[0]->ndim, ind = n->ndim - nd, b = lc_rule_batch_size(n->nin, in, ax);
+  bool src_b = ax[0] != -1, idx_b = false;
+  for (int k = 0; k < nax; k++) idx_b = idx_b || ax[1 + k] != -1;
+  int ax2[nax + 1], sl2[nd + 1];
+  struct lc_node *idx2[nax + 1];
+  int made = 0, rc = 1;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  for (int k = 0; k < nax; k++) ax2[k] = src_b ? axes[k] + 1 : axes[k];
+  if (!idx_b) {
+    sl2[0] = b;
+    memcpy(sl2 + 1, slice, sizeof(int) * (size_t)nd);
+    out[0] = lc_gather(x, nax, in + 1, ax2, sl2);
+    *out_ax = ind;
+    rc = !out[0];
+    goto done;
+  }
+  for (; made < nax; made++)
+    if (!(idx2[made] = lc_rule_batch_front(in[1 + made], ax[1 + made], true))) goto done;
+  *out_ax = 0;
+  if (!src_b) {
+    rc = !(out[0] = lc_gather(x, nax, idx2, axes, slice));
+    goto done;
+  }
+  if (!(idx2[made++] = lc_batch_iota(b, ind + 1))) goto done;
+  ax2[nax] = 0;
+  sl2[0] = 1;
+  memcpy(sl2 + 1, slice, sizeof(int) * (size_t)nd);
+  struct lc_node *g = lc_gather(x, nax + 1, idx2, ax2, sl2);
+  int sq = 1 + ind;
+  out[0] = g ? lc_squeeze(g, 1, &sq) : NULL;
+  lc_node_release(g);
+  rc = !out[0];
+done:
+  lc_rule_release(idx2, made);
+  lc_node_release(x);
+  return rc;
+}
+
+const struct lc_prim lc_prim_gather = {.name = "gather",
+                                       .eval_cpu = gather_eval,
+                                       .vjp = gather_vjp,
+                                       .jvp = gather_jvp,
+                                       .vmap = gather_vmap};
 
 struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx, const int *axes,
                           const int *slice_sizes) {
@@ -246,7 +323,43 @@ static int gaxis_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_gather_axis = {.name = "gather_axis", .eval_cpu = gaxis_eval};
+/* ---- gather_axis rules (indices: zero cotangent and tangent) ---- */
+
+static int gaxis_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out) {
+  (void)nargs;
+  if (argnums[0] != 0) return 0;
+  struct lc_node *z = lc_zeros_like(n->in[0]);
+  if (!z) return 1;
+  out[0] = lc_scatter_axis(z, n->in[1], cot[0], *(const int *)n->params, LC_SCATTER_ADD);
+  lc_node_release(z);
+  return !out[0];
+}
+
+static int gaxis_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  if (!tan[0]) return 0;
+  struct lc_node *in[2] = {tan[0], n->in[1]};
+  return !(out[0] = lc_rule_clone(n, in));
+}
+
+/* vmap: both inputs batched in front (extent 1 when unbatched: the two
+ * broadcast against each other off the gathered axis). */
+static int gaxis_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                      struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], true);
+  struct lc_node *i = x ? lc_rule_batch_front(in[1], ax[1], true) : NULL;
+  out[0] = i ? lc_take_along_axis(x, i, *(const int *)n->params + 1) : NULL;
+  lc_node_release(x);
+  lc_node_release(i);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_gather_axis = {.name = "gather_axis",
+                                            .eval_cpu = gaxis_eval,
+                                            .vjp = gaxis_vjp,
+                                            .jvp = gaxis_jvp,
+                                            .vmap = gaxis_vmap};
 
 /* Broadcasts x[0..n) to a common shape except along axis (every x has
  * ndim dims), into out (new references). */
@@ -328,8 +441,91 @@ static int dslice_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_dynamic_slice = {
-    .name = "dynamic_slice", .flags = LC_PF_VIEW, .eval_cpu = dslice_eval};
+/* ---- dynamic_slice rules (start indices: zero cotangent and tangent) ---- */
+
+static int dslice_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  const int *p = n->params;
+  (void)nargs;
+  if (argnums[0] != 0) return 0;
+  struct lc_node *z = lc_zeros_like(n->in[0]);
+  if (!z) return 1;
+  out[0] = lc_slice_update_dynamic(z, cot[0], n->in[1], p[0], p + 1);
+  lc_node_release(z);
+  return !out[0];
+}
+
+static int dslice_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  if (!tan[0]) return 0;
+  struct lc_node *in[2] = {tan[0], n->in[1]};
+  return !(out[0] = lc_rule_clone(n, in));
+}
+
+/* Column k of batched start indices st ([B] or [B, naxes]), each made
+ * non-negative: a gather then clamps it from above exactly as the dynamic
+ * slice does (and never wraps it). */
+struct lc_node *lc_batched_start(struct lc_node *st, int k) {
+  int b = st->shape[0];
+  struct lc_node *col = st->ndim == 1 ? lc_node_retain(st) : lc_slice_axis(st, 1, k, k + 1);
+  struct lc_node *flat = col ? lc_reshape(col, 1, &b) : NULL;
+  struct lc_node *zero = flat ? lc_node_new_scalar(st->dtype, 0) : NULL;
+  struct lc_node *r = zero ? lc_maximum(flat, zero) : NULL;
+  lc_node_release(col);
+  lc_node_release(flat);
+  lc_node_release(zero);
+  return r;
+}
+
+/* vmap. Unbatched starts: the same dynamic slice one axis further in,
+ * the batch axis taken whole. Batched starts: a gather whose index arrays
+ * are the per-example starts (and 0..B-1 for a batched source). */
+static int dslice_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax) {
+  const int *p = n->params, naxes = p[0], *axes = p + 1;
+  int b = lc_rule_batch_size(n->nin, in, ax), nd = n->ndim;
+  bool src_b = ax[0] != -1;
+  int ax2[naxes + 1], sz[nd + 1], made = 0, rc = 1;
+  struct lc_node *idx[naxes + 1], *st = NULL;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  *out_ax = 0;
+  if (ax[1] == -1) {
+    for (int k = 0; k < naxes; k++) ax2[k] = axes[k] + 1;
+    sz[0] = b;
+    memcpy(sz + 1, n->shape, sizeof(int) * (size_t)nd);
+    rc = !(out[0] = lc_slice_dynamic(x, in[1], naxes, ax2, sz));
+    goto done;
+  }
+  if (!(st = lc_rule_batch_front(in[1], ax[1], false))) goto done;
+  int sh = src_b ? 1 : 0;
+  if (src_b) {
+    if (!(idx[made++] = lc_batch_iota(b, 1))) goto done;
+    ax2[0] = 0;
+    sz[0] = 1;
+  }
+  for (int k = 0; k < naxes; k++) {
+    if (!(idx[made++] = lc_batched_start(st, k))) goto done;
+    ax2[sh + k] = axes[k] + sh;
+  }
+  memcpy(sz + sh, n->shape, sizeof(int) * (size_t)nd);
+  struct lc_node *g = lc_gather(x, made, idx, ax2, sz);
+  int one = 1;
+  out[0] = g && src_b ? lc_squeeze(g, 1, &one) : g ? lc_node_retain(g) : NULL;
+  lc_node_release(g);
+  rc = !out[0];
+done:
+  lc_rule_release(idx, made);
+  lc_node_release(st);
+  lc_node_release(x);
+  return rc;
+}
+
+const struct lc_prim lc_prim_dynamic_slice = {.name = "dynamic_slice",
+                                              .flags = LC_PF_VIEW,
+                                              .eval_cpu = dslice_eval,
+                                              .vjp = dslice_vjp,
+                                              .jvp = dslice_jvp,
+                                              .vmap = dslice_vmap};
 
 /* Validates dynamic-slice arguments, normalising axes into ax. */
 int lc_dynamic_check(const char *fn, const struct lc_node *a, const struct lc_node *start,

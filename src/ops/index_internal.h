@@ -39,4 +39,8 @@ int64_t lc_dynamic_offset(const struct lc_node *a, const struct lc_node *start, 
                           const int *axes, const int *ext, const int64_t *strides);
 int lc_dynamic_check(const char *fn, const struct lc_node *a, const struct lc_node *start,
                      int naxes, const int *axes, int *ax);
+
+/* For vmap rules over batched start indices st ([B] for one axis, or
+ * [B, naxes]): column k as a [B] array, made non-negative. */
+struct lc_node *lc_batched_start(struct lc_node *st, int k);
 #endif

@@ -13,9 +13,13 @@
 #include "ops/binary.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/prim.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/ternary.h"
+#include "ops/unary.h"
+#include "transforms/transforms.h"
 
 struct matmul_params {
   int nb;      /* leading batch dimensions shared by every input and the output */
@@ -274,6 +278,14 @@ static int matmul_eval(struct lc_node *n) {
                   (long long)M, (long long)K, (long long)N);
     goto done;
   }
+  /* segmented: packed scratch sized for the whole contraction, as the
+   * segments' lengths vary from batch to batch (operand_matrix would size
+   * it by the first one) */
+  if (p->segmented && blas && ((sa_bytes && !(sa = lc_alloc(sa_bytes))) ||
+                               (sb_bytes && !(sb = lc_alloc(sb_bytes))))) {
+    rc = 1;
+    goto done;
+  }
   if (ct != ot) {
     work_bytes = (size_t)n->size * csz;
     if (!(work = lc_alloc(work_bytes))) {
@@ -357,7 +369,40 @@ done:
   return rc;
 }
 
-const struct lc_prim lc_prim_matmul = {.name = "matmul", .eval_cpu = matmul_eval};
+static int matmul_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out);
+static int matmul_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax);
+
+/* Shapeless compile: batch dims (of a, or of the indices / segments), a's
+ * row dims, b's column dims; 1 when that is not the traced rank (outer's
+ * 2-d view of its groups). */
+static int matmul_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                               int *shape) {
+  const struct matmul_params *p = params;
+  const struct lc_node *a = in[0], *b = in[1];
+  int k = 0;
+  (void)nin;
+  if (p->gather || p->segmented) {
+    if (in[2]->ndim < p->nb || ndim != p->nb + 2) return 1;
+    for (int d = 0; d < p->nb; d++) shape[k++] = in[2]->shape[d];
+    shape[k++] = a->shape[a->ndim - 2];
+    shape[k++] = b->shape[b->ndim - 1];
+    return 0;
+  }
+  if (ndim != p->a_split + b->ndim - p->b_split) return 1;
+  for (int d = 0; d < p->a_split; d++) shape[k++] = a->shape[d];
+  for (int d = p->b_split; d < b->ndim; d++) shape[k++] = b->shape[d];
+  return 0;
+}
+
+const struct lc_prim lc_prim_matmul = {.name = "matmul",
+                                       .eval_cpu = matmul_eval,
+                                       .vjp = matmul_vjp,
+                                       .jvp = matmul_jvp,
+                                       .vmap = matmul_vmap,
+                                       .output_shape = matmul_output_shape};
 
 /* ---- permute (private view used by tensordot) ---- */
 
@@ -370,8 +415,18 @@ static int permute_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_mm_permute = {
-    .name = "mm_permute", .flags = LC_PF_VIEW, .eval_cpu = permute_eval};
+static int permute_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out);
+static int permute_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int permute_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_mm_permute = {.name = "mm_permute",
+                                           .flags = LC_PF_VIEW,
+                                           .eval_cpu = permute_eval,
+                                           .vjp = permute_vjp,
+                                           .jvp = permute_jvp,
+                                           .vmap = permute_vmap};
 
 static struct lc_node *permute(struct lc_node *x, const int *perm) {
   bool ident = true;
@@ -866,4 +921,429 @@ out:
   lc_node_release(mo);
   lc_node_release(prod);
   return r;
+}
+
+/* ---- transformation rules ----
+ *
+ * A matmul node is out[b] = alpha * A[b] @ B[b] (+ beta * C) with A's and
+ * B's dimensions after the nb batch dimensions grouped into (M, K) and
+ * (K, N). The rules view every operand as such a batch of matrices
+ * (reshapes), so the same code covers matmul, addmm, tensordot, inner and
+ * outer nodes. */
+
+static const struct matmul_params *mm_params(const struct lc_node *n) { return n->params; }
+
+static int64_t dims_size(const int *shape, int lo, int hi) {
+  int64_t s = 1;
+  for (int d = lo; d < hi; d++) s *= shape[d];
+  return s;
+}
+
+/* The group sizes of a node: rows M of a, contraction K, columns N of b. */
+static void mm_sizes(const struct lc_node *n, int *M, int *K, int *N) {
+  const struct matmul_params *p = mm_params(n);
+  const struct lc_node *a = n->in[0], *b = n->in[1];
+  int onb = p->gather ? 1 : p->segmented ? 0 : p->nb;
+  *M = (int)dims_size(a->shape, onb, p->a_split);
+  *K = (int)dims_size(a->shape, p->a_split, a->ndim);
+  *N = (int)dims_size(b->shape, p->b_split, b->ndim);
+}
+
+/* The last two axes of x swapped, conjugated when complex (the adjoint). */
+static struct lc_node *adjoint(struct lc_node *x) {
+  struct lc_node *t = lc_swapaxes(x, x->ndim - 2, x->ndim - 1);
+  if (!t || !lc_dtype_is_complex(t->dtype)) return t;
+  struct lc_node *c = lc_conjugate(t);
+  lc_node_release(t);
+  return c;
+}
+
+/* alpha * x[i] @ y[j] for (i, j) = (ix[t], iy[t]), t < T (ix, iy: uint32 (T,)):
+ * a (T, R, C) gather node. */
+static struct lc_node *mm_gathered(struct lc_node *x, struct lc_node *y, struct lc_node *ix,
+                                   struct lc_node *iy) {
+  int sh[3] = {ix->shape[0], x->shape[1], y->shape[2]};
+  struct matmul_params p = {.nb = 1, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
+  struct lc_node *in[4] = {x, y, ix, iy};
+  return lc_node_new_op(LC_OP_MATMUL, x->dtype, 3, sh, 4, in, &p, sizeof p);
+}
+
+/* x * v (x itself when v == 1). */
+static struct lc_node *scaled(struct lc_node *x, float v) {
+  if (v == 1.0f) return lc_node_retain(x);
+  struct lc_node *s = lc_node_new_scalar(x->dtype, v);
+  struct lc_node *r = s ? lc_multiply(x, s) : NULL;
+  lc_node_release(s);
+  return r;
+}
+
+/* x's dims [lo, mid) and [mid, hi) exchanged (x itself when either block
+ * is empty), conjugated when complex: the adjoint of x's groups. */
+static struct lc_node *swap_groups(struct lc_node *x, int lo, int mid, int hi) {
+  struct lc_node *t;
+  if (lo == mid || mid == hi) {
+    t = lc_node_retain(x);
+  } else {
+    int perm[x->ndim], k = 0;
+    for (int d = 0; d < lo; d++) perm[k++] = d;
+    for (int d = mid; d < hi; d++) perm[k++] = d;
+    for (int d = lo; d < mid; d++) perm[k++] = d;
+    for (int d = hi; d < x->ndim; d++) perm[k++] = d;
+    t = lc_transpose(x, perm);
+  }
+  if (!t || !lc_dtype_is_complex(t->dtype)) return t;
+  struct lc_node *c = lc_conjugate(t);
+  lc_node_release(t);
+  return c;
+}
+
+/* alpha * x @ y with x's dims after nb split at xs, y's at ys, giving
+ * `like`'s shape (the operand whose cotangent this is). */
+static struct lc_node *mm_grouped(struct lc_node *x, int xs, struct lc_node *y, int ys, int nb,
+                                  float alpha, const struct lc_node *like) {
+  struct matmul_params p = {.nb = nb, .a_split = xs, .b_split = ys, .alpha = alpha};
+  struct lc_node *in[2] = {x, y};
+  return lc_node_new_op(LC_OP_MATMUL, x->dtype, like->ndim, like->shape, 2, in, &p, sizeof p);
+}
+
+/* d(A) = alpha g @ B^H and d(B) = alpha A^H @ g for a plain (batched)
+ * matmul node, over the groups as they are: A (batch, Mdims, Kdims),
+ * B (batch, Kdims, Ndims), g (batch, Mdims, Ndims) (g is reshaped to that
+ * first when the node's output was laid out otherwise, as outer's is).
+ * Only the other operand's two groups are permuted, so no reshape is
+ * needed (shapeless compile can follow the result). */
+static struct lc_node *mm_vjp_operand(struct lc_node *n, struct lc_node *g, int which) {
+  const struct matmul_params *p = mm_params(n);
+  struct lc_node *a = n->in[0], *b = n->in[1];
+  int nb = p->nb, nM = p->a_split - nb, nK = a->ndim - p->a_split, nN = b->ndim - p->b_split;
+  struct lc_node *gg = NULL, *adj = NULL, *r = NULL;
+  if (n->ndim == nb + nM + nN) {
+    gg = lc_node_retain(g);
+  } else {
+    int sh[nb + nM + nN];
+    memcpy(sh, a->shape, sizeof(int) * (size_t)(nb + nM));
+    memcpy(sh + nb + nM, b->shape + p->b_split, sizeof(int) * (size_t)nN);
+    gg = lc_reshape(g, nb + nM + nN, sh);
+  }
+  if (!gg) return NULL;
+  if (which == 0) { /* g (.., M | N) @ B^H (.., N | K) */
+    if ((adj = swap_groups(b, nb, p->b_split, b->ndim)))
+      r = mm_grouped(gg, nb + nM, adj, nb + nN, nb, p->alpha, a);
+  } else { /* A^H (.., K | M) @ g (.., M | N) */
+    if ((adj = swap_groups(a, nb, p->a_split, a->ndim)))
+      r = mm_grouped(adj, nb + nK, gg, nb + nM, nb, p->alpha, b);
+  }
+  lc_node_release(gg);
+  lc_node_release(adj);
+  return r;
+}
+
+/* zeros of shape (rows, R, C) with vals (T, R, C) added at rows idx (T,). */
+static struct lc_node *scatter_rows(struct lc_node *vals, struct lc_node *idx, int rows) {
+  int zs[3] = {rows, vals->shape[1], vals->shape[2]}, is[3] = {idx->shape[0], 1, 1};
+  struct lc_node *z = lc_zeros(3, zs, vals->dtype), *i3 = z ? lc_reshape(idx, 3, is) : NULL;
+  struct lc_node *ib = i3 ? lc_broadcast_to(i3, 3, vals->shape) : NULL;
+  struct lc_node *r = ib ? lc_scatter_axis(z, ib, vals, 0, LC_SCATTER_ADD) : NULL;
+  lc_node_release(z);
+  lc_node_release(i3);
+  lc_node_release(ib);
+  return r;
+}
+
+/* gather_mm: d(a)[i] = sum over t with lhs[t] == i of g[t] @ b[rhs[t]]^T,
+ * d(b)[j] = sum over t with rhs[t] == j of a[lhs[t]]^T @ g[t]. */
+static struct lc_node *gather_vjp_operand(struct lc_node *n, struct lc_node *cot, int which) {
+  int M, K, N;
+  mm_sizes(n, &M, &K, &N);
+  int T = (int)dims_size(n->shape, 0, mm_params(n)->nb), tshape[1] = {T};
+  struct lc_node *g3 = NULL, *li = NULL, *ri = NULL, *ar = NULL, *adj = NULL, *prod = NULL,
+                 *r = NULL;
+  int gs[3] = {T, M, N};
+  if (!(g3 = lc_reshape(cot, 3, gs)) || !(li = lc_reshape(n->in[2], 1, tshape)) ||
+      !(ri = lc_reshape(n->in[3], 1, tshape)) || !(ar = lc_arange(0, T, 1, MLX_UINT32)))
+    goto done;
+  if (!(adj = adjoint(n->in[1 - which]))) goto done;
+  prod = which == 0 ? mm_gathered(g3, adj, ar, ri) : mm_gathered(adj, g3, li, ar);
+  if (prod) r = scatter_rows(prod, which == 0 ? li : ri, n->in[which]->shape[0]);
+done:
+  lc_node_release(g3);
+  lc_node_release(li);
+  lc_node_release(ri);
+  lc_node_release(ar);
+  lc_node_release(adj);
+  lc_node_release(prod);
+  return r;
+}
+
+/* segmented_mm: with m_t the indicator of segment t over K,
+ * d(a) = sum_t (g_t @ b^T) * m_t[None, :], d(b) = sum_t m_t[:, None] * (a^T @ g_t). */
+static struct lc_node *segmented_vjp_operand(struct lc_node *n, struct lc_node *cot, int which) {
+  int M, K, N;
+  mm_sizes(n, &M, &K, &N);
+  int T = (int)dims_size(n->shape, 0, mm_params(n)->nb);
+  int gs[3] = {T, M, N}, ss[2] = {T, 2}, ks[2] = {1, K};
+  int ms[3] = {T, which == 0 ? 1 : K, which == 0 ? K : 1}, zero = 0;
+  struct lc_node *g3 = NULL, *seg = NULL, *lo = NULL, *hi = NULL, *kk = NULL, *k2 = NULL,
+                 *ge = NULL, *lt = NULL, *m = NULL, *mf = NULL, *m3 = NULL, *adj = NULL,
+                 *prod = NULL, *masked = NULL, *r = NULL;
+  if (!(g3 = lc_reshape(cot, 3, gs)) || !(seg = lc_reshape(n->in[2], 2, ss)) ||
+      !(lo = lc_slice_axis(seg, 1, 0, 1)) || !(hi = lc_slice_axis(seg, 1, 1, 2)) ||
+      !(kk = lc_arange(0, K, 1, MLX_UINT32)) || !(k2 = lc_reshape(kk, 2, ks)) ||
+      !(ge = lc_greater_equal(k2, lo)) || !(lt = lc_less(k2, hi)) ||
+      !(m = lc_logical_and(ge, lt)) || !(mf = lc_astype(m, n->dtype)) ||
+      !(m3 = lc_reshape(mf, 3, ms)) || !(adj = adjoint(n->in[1 - which])))
+    goto done;
+  prod = which == 0 ? lc_matmul(g3, adj) : lc_matmul(adj, g3);
+  if (prod && (masked = lc_multiply(prod, m3))) r = lc_sum(masked, &zero, 1, false);
+done:
+  lc_node_release(g3);
+  lc_node_release(seg);
+  lc_node_release(lo);
+  lc_node_release(hi);
+  lc_node_release(kk);
+  lc_node_release(k2);
+  lc_node_release(ge);
+  lc_node_release(lt);
+  lc_node_release(m);
+  lc_node_release(mf);
+  lc_node_release(m3);
+  lc_node_release(adj);
+  lc_node_release(prod);
+  lc_node_release(masked);
+  return r;
+}
+
+static int matmul_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  const struct matmul_params *p = mm_params(n);
+  for (int j = 0; j < nargs; j++) {
+    int k = argnums[j];
+    if (k >= 2 && (p->gather || p->segmented)) {
+      lc_error("vjp: cannot differentiate %s with respect to its indices (use stop_gradient "
+               "on them)", p->gather ? "gather_mm" : "segmented_mm");
+      goto fail;
+    }
+    if (k == 2)
+      out[j] = scaled(cot[0], p->beta);
+    else if (p->gather)
+      out[j] = gather_vjp_operand(n, cot[0], k);
+    else if (p->segmented)
+      out[j] = segmented_vjp_operand(n, cot[0], k);
+    else
+      out[j] = mm_vjp_operand(n, cot[0], k);
+    if (!out[j]) goto fail;
+  }
+  return 0;
+fail:
+  lc_rule_release(out, nargs);
+  return 1;
+}
+
+/* The node's product (no c term) with input k replaced by x. */
+static struct lc_node *mm_with(struct lc_node *n, int k, struct lc_node *x) {
+  struct matmul_params p = *mm_params(n);
+  struct lc_node *in[4];
+  int nin = p.has_c ? 2 : n->nin;
+  for (int i = 0; i < nin; i++) in[i] = n->in[i];
+  in[k] = x;
+  p.has_c = 0;
+  return lc_node_new_op(LC_OP_MATMUL, n->dtype, n->ndim, n->shape, nin, in, &p, sizeof p);
+}
+
+/* *acc += v, consuming v; v == NULL is a failure already reported. */
+static int add_into(struct lc_node **acc, struct lc_node *v) {
+  if (!v) return 1;
+  if (!*acc) {
+    *acc = v;
+    return 0;
+  }
+  struct lc_node *s = lc_add(*acc, v);
+  lc_node_release(v);
+  lc_node_release(*acc);
+  *acc = s;
+  return s == NULL;
+}
+
+/* Linear in each of a, b, c: tangents of the indices are ignored. */
+static int matmul_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const struct matmul_params *p = mm_params(n);
+  struct lc_node *acc = NULL;
+  for (int k = 0; k < 2; k++)
+    if (tan[k] && add_into(&acc, mm_with(n, k, tan[k]))) goto fail;
+  if (p->has_c && tan[2] && add_into(&acc, scaled(tan[2], p->beta))) goto fail;
+  out[0] = acc;
+  return 0;
+fail:
+  lc_node_release(acc);
+  return 1;
+}
+
+/* x with its batch axis first and of extent B (unbatched x broadcast). */
+static struct lc_node *batch_full(struct lc_node *x, int ax, int B) {
+  struct lc_node *f = lc_rule_batch_front(x, ax, true);
+  if (!f || f->shape[0] == B) return f;
+  int sh[f->ndim];
+  memcpy(sh, f->shape, sizeof(int) * (size_t)f->ndim);
+  sh[0] = B;
+  struct lc_node *r = lc_broadcast_to(f, f->ndim, sh);
+  lc_node_release(f);
+  return r;
+}
+
+/* (B, idx shape): idx (batched or not) plus b * rows for the matrices of
+ * an operand that is batched (its B x rows matrices flattened). */
+static struct lc_node *batch_indices(struct lc_node *idx, int iax, int B, bool shift, int rows) {
+  struct lc_node *f = batch_full(idx, iax, B);
+  if (!f || !shift) return f;
+  int sh[f->ndim];
+  sh[0] = B;
+  for (int d = 1; d < f->ndim; d++) sh[d] = 1;
+  struct lc_node *ar = lc_arange(0, (double)B * rows, rows, MLX_UINT32);
+  struct lc_node *a2 = ar ? lc_reshape(ar, f->ndim, sh) : NULL;
+  struct lc_node *r = a2 ? lc_add(f, a2) : NULL;
+  lc_node_release(f);
+  lc_node_release(ar);
+  lc_node_release(a2);
+  return r;
+}
+
+/* gather_mm: a batched operand's B x n matrices are flattened into one
+ * batch of B * n; the indices (batch first) point into it. */
+static int gather_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax, int B,
+                       struct lc_node **out) {
+  struct lc_node *m[2] = {NULL, NULL}, *ix[2] = {NULL, NULL};
+  int rc = 1;
+  for (int k = 0; k < 2; k++) {
+    const struct lc_node *orig = n->in[k];
+    if (ax[k] == -1) {
+      m[k] = lc_node_retain(in[k]);
+    } else {
+      struct lc_node *f = lc_rule_batch_front(in[k], ax[k], false);
+      int sh[3] = {B * orig->shape[0], orig->shape[1], orig->shape[2]};
+      m[k] = f ? lc_reshape(f, 3, sh) : NULL;
+      lc_node_release(f);
+    }
+    ix[k] = m[k] ? batch_indices(in[k + 2], ax[k + 2], B, ax[k] != -1, orig->shape[0]) : NULL;
+    if (!ix[k]) goto done;
+  }
+  {
+    struct matmul_params p = *mm_params(n);
+    p.nb++;
+    int sh[n->ndim + 1];
+    sh[0] = B;
+    memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+    struct lc_node *ins[4] = {m[0], m[1], ix[0], ix[1]};
+    out[0] = lc_node_new_op(LC_OP_MATMUL, n->dtype, n->ndim + 1, sh, 4, ins, &p, sizeof p);
+    rc = out[0] == NULL;
+  }
+done:
+  for (int k = 0; k < 2; k++) {
+    lc_node_release(m[k]);
+    lc_node_release(ix[k]);
+  }
+  return rc;
+}
+
+/* in[k] of example b (in[k] itself when unbatched). */
+static struct lc_node *example(struct lc_node *x, int ax, int b) {
+  if (ax == -1) return lc_node_retain(x);
+  struct lc_node *s = lc_slice_axis(x, ax, b, b + 1);
+  struct lc_node *r = s ? lc_squeeze(s, 1, &ax) : NULL;
+  lc_node_release(s);
+  return r;
+}
+
+/* segmented_mm: batched segments only extend the output batch; a batched
+ * a or b (which must stay 2-d) is handled one example at a time. */
+static int segmented_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax, int B,
+                          struct lc_node **out) {
+  if (ax[0] == -1 && ax[1] == -1) {
+    struct lc_node *seg = batch_full(in[2], ax[2], B);
+    if (!seg) return 1;
+    struct matmul_params p = *mm_params(n);
+    p.nb++;
+    int sh[n->ndim + 1];
+    sh[0] = B;
+    memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+    struct lc_node *ins[3] = {in[0], in[1], seg};
+    out[0] = lc_node_new_op(LC_OP_MATMUL, n->dtype, n->ndim + 1, sh, 3, ins, &p, sizeof p);
+    lc_node_release(seg);
+    return out[0] == NULL;
+  }
+  struct lc_node **parts = calloc((size_t)(B > 0 ? B : 1), sizeof *parts);
+  if (!parts) return lc_error("vmap: out of memory");
+  int rc = 1, b = 0;
+  for (; b < B; b++) {
+    struct lc_node *x[3] = {NULL, NULL, NULL};
+    int k = 0;
+    for (; k < 3 && (x[k] = example(in[k], ax[k], b)); k++) {
+    }
+    if (k == 3) parts[b] = lc_rule_clone(n, x);
+    for (int i = 0; i < k; i++) lc_node_release(x[i]);
+    if (!parts[b]) goto done;
+  }
+  out[0] = lc_stack(B, parts, 0);
+  rc = out[0] == NULL;
+done:
+  lc_rule_release(parts, b);
+  free(parts);
+  return rc;
+}
+
+/* Every operand gets the batch axis first (unbatched ones broadcast, as
+ * the primitive wants shared batch dimensions): one more batch dim. */
+static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax) {
+  const struct matmul_params *p = mm_params(n);
+  int B = lc_rule_batch_size(n->nin, in, ax);
+  *out_ax = 0;
+  if (p->gather) return gather_vmap(n, in, ax, B, out);
+  if (p->segmented) return segmented_vmap(n, in, ax, B, out);
+  struct lc_node *ins[3] = {NULL, NULL, NULL};
+  int k = 0, rc = 1;
+  for (; k < n->nin; k++)
+    if (!(ins[k] = batch_full(in[k], ax[k], B))) goto done;
+  {
+    struct matmul_params q = *p;
+    q.nb++;
+    q.a_split++;
+    q.b_split++;
+    int sh[n->ndim + 1];
+    sh[0] = B;
+    memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+    out[0] = lc_node_new_op(LC_OP_MATMUL, n->dtype, n->ndim + 1, sh, n->nin, ins, &q, sizeof q);
+    rc = out[0] == NULL;
+  }
+done:
+  lc_rule_release(ins, k);
+  return rc;
+}
+
+/* ---- rules of the private permute view ---- */
+
+static int permute_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const int *perm = n->params;
+  int inv[n->ndim > 0 ? n->ndim : 1];
+  for (int i = 0; i < n->ndim; i++) inv[perm[i]] = i;
+  return !(out[0] = lc_transpose(cot[0], inv));
+}
+
+static int permute_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_rule_clone(n, tan));
+}
+
+static int permute_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  const int *perm = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int q[n->ndim + 1];
+  q[0] = 0;
+  for (int i = 0; i < n->ndim; i++) q[i + 1] = perm[i] + 1;
+  out[0] = lc_transpose(x, q);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
 }

@@ -14,6 +14,7 @@
 #include "ops/sort.h"
 #include "ops/ternary.h"
 #include "ops/unary.h"
+#include "transforms/transforms.h"
 
 /* ---- windows: computed in double, stored as float32 ---- */
 
@@ -139,8 +140,35 @@ static int depends_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_depends = {
-    .name = "depends", .flags = LC_PF_VIEW | LC_PF_NOCSE, .eval_cpu = depends_eval};
+/* The value is input 0's: its cotangent / tangent passes through, the
+ * dependencies get none (MLX's Depends::vjp gives them zeros). */
+static int depends_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)n;
+  for (int j = 0; j < nargs; j++) out[j] = argnums[j] == 0 ? lc_node_retain(cot[0]) : NULL;
+  return 0;
+}
+
+static int depends_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n;
+  out[0] = lc_node_retain(tan[0]);
+  return 0;
+}
+
+/* A depends node over the batched inputs; the batch axis of input 0 (or
+ * none) is the output's. */
+static int depends_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  *out_ax = ax[0];
+  return lc_depends(1, in, n->nin - 1, in + 1, out);
+}
+
+const struct lc_prim lc_prim_depends = {.name = "depends",
+                                        .flags = LC_PF_VIEW | LC_PF_NOCSE,
+                                        .eval_cpu = depends_eval,
+                                        .vjp = depends_vjp,
+                                        .jvp = depends_jvp,
+                                        .vmap = depends_vmap};
 
 int lc_depends(int nin, struct lc_node *const *in, int ndep, struct lc_node *const *dep,
                struct lc_node **out) {
@@ -192,7 +220,42 @@ static int hadamard_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_hadamard = {.name = "hadamard", .eval_cpu = hadamard_eval};
+/* The transform of x (same dtype and shape as n's input), n's scale. */
+static struct lc_node *hadamard_like(struct lc_node *n, struct lc_node *x) {
+  return lc_node_new_op(LC_OP_HADAMARD, x->dtype, x->ndim, x->shape, 1, &x, n->params,
+                        n->params_size);
+}
+
+/* Linear with a symmetric matrix (scale * Sylvester H): the vjp and the
+ * jvp are the same transform of the cotangent / tangent. */
+static int hadamard_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                        int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = hadamard_like(n, cot[0]));
+}
+
+static int hadamard_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = hadamard_like(n, tan[0]));
+}
+
+/* Rows along the last axis: the batch axis stays where it is unless it is
+ * the last one. */
+static int hadamard_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                         struct lc_node **out, int *out_ax) {
+  bool last = ax[0] == in[0]->ndim - 1;
+  struct lc_node *x = last ? lc_moveaxis(in[0], ax[0], 0) : lc_node_retain(in[0]);
+  if (!x) return 1;
+  out[0] = hadamard_like(n, x);
+  lc_node_release(x);
+  *out_ax = last ? 0 : ax[0];
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_hadamard = {.name = "hadamard",
+                                         .eval_cpu = hadamard_eval,
+                                         .vjp = hadamard_vjp,
+                                         .jvp = hadamard_jvp,
+                                         .vmap = hadamard_vmap};
 
 struct lc_node *lc_hadamard(struct lc_node *a, bool has_scale, float scale) {
   if (a->size == 0) {

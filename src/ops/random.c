@@ -13,6 +13,7 @@
 #include "ops/prim.h"
 #include "ops/random_internal.h"
 #include "ops/shape.h"
+#include "transforms/transforms.h"
 
 /* ---- threefry ---- */
 
@@ -145,7 +146,41 @@ static int bits_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_random_bits = {.name = "random_bits", .eval_cpu = bits_eval};
+/* Integer output: no cotangent or tangent reaches the key. */
+static int bits_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  return 0;
+}
+
+static int bits_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = NULL;
+  return 0;
+}
+
+/* A batch of keys (B, ..., 2) draws B blocks of the per-key shape: the
+ * evaluator gives key i the i-th contiguous block, the bits that key alone
+ * would give (as MLX's vmap of random bits). */
+static int bits_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  struct lc_node *key = lc_rule_batch_front(in[0], ax[0], false);
+  if (!key) return 1;
+  int sh[n->ndim + 1];
+  sh[0] = key->shape[0];
+  memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+  out[0] = lc_node_new_op(LC_OP_RANDOM_BITS, n->dtype, n->ndim + 1, sh, 1, &key, NULL, 0);
+  lc_node_release(key);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_random_bits = {.name = "random_bits",
+                                            .eval_cpu = bits_eval,
+                                            .vjp = bits_vjp,
+                                            .jvp = bits_jvp,
+                                            .vmap = bits_vmap};
 
 /* bits with an already resolved key (borrowed). */
 static struct lc_node *bits_node(int ndim, const int *shape, int width, struct lc_node *key) {

@@ -12,6 +12,11 @@
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/random_internal.h"
+#include "ops/binary.h"
+#include "ops/creation.h"
+#include "ops/index.h"
+#include "ops/shape.h"
+#include "transforms/transforms.h"
 
 /* x rounded to dtype t (float types). */
 static double rt(mlx_dtype t, double x) {
@@ -232,8 +237,123 @@ static void dist_kernel(int64_t n, void *out, mlx_dtype ot, const void *const *i
   }
 }
 
-const struct lc_prim lc_prim_random_dist = {
-    .name = "random_dist", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = dist_kernel};
+/* ---- rules of the distributions ----
+ * uniform: out = lo + (hi - lo) u, so d/dlo = 1 - u, d/dhi = u;
+ * normal: out = loc + scale z, so d/dscale = z, d/dloc = 1, with u and z
+ * the same node's draws on its bits with lo = 0, hi = 1 / no scale and
+ * loc. Bernoulli and randint outputs are piecewise constant in their
+ * parameters (zero, as MLX's comparison / floor); the bits are integers.
+ * Truncated normal bounds are not differentiated (reported). */
+
+/* The node's draw with unit parameters: u (uniform) or z (normal). */
+static struct lc_node *unit_draw(struct lc_node *n) {
+  struct lc_dist_params p = *(const struct lc_dist_params *)n->params;
+  bool uniform = p.kind == LC_DIST_UNIFORM;
+  p.has_scale = p.has_loc = 0;
+  struct lc_node *z = lc_zeros(n->ndim, n->shape, n->dtype);
+  struct lc_node *o = uniform ? lc_ones(n->ndim, n->shape, n->dtype) : lc_node_retain(z);
+  struct lc_node *r = NULL;
+  if (z && o) {
+    struct lc_node *in[3] = {n->in[0], z, o};
+    r = lc_node_new_op(LC_OP_RANDOM_DIST, n->dtype, n->ndim, n->shape, 3, in, &p, sizeof p);
+  }
+  lc_node_release(z);
+  lc_node_release(o);
+  return r;
+}
+
+/* The derivative of the output in parameter input k (1 or 2), given the
+ * unit draw d; NULL with *zero set when it is identically zero. */
+static struct lc_node *dist_partial(struct lc_node *n, int k, struct lc_node *d, bool *zero) {
+  const struct lc_dist_params *p = n->params;
+  *zero = false;
+  if (p->kind == LC_DIST_UNIFORM) {
+    if (k == 2) return lc_node_retain(d);
+    struct lc_node *one = lc_node_new_scalar(n->dtype, 1.0);
+    struct lc_node *r = one ? lc_subtract(one, d) : NULL;
+    lc_node_release(one);
+    return r;
+  }
+  if (p->kind == LC_DIST_NORMAL) {
+    if (k == 1 && p->has_scale) return lc_node_retain(d);
+    if (k == 2 && p->has_loc) return lc_ones(n->ndim, n->shape, n->dtype);
+  }
+  *zero = true;
+  return NULL;
+}
+
+/* Whether the derivatives in the parameters are zero (no unit draw needed);
+ * reports and sets *bad for the truncated normal. */
+static bool dist_flat(const struct lc_node *n, bool *bad) {
+  int kind = ((const struct lc_dist_params *)n->params)->kind;
+  *bad = kind == LC_DIST_TRUNC;
+  if (*bad)
+    lc_error("%s: truncated_normal cannot be differentiated with respect to its bounds",
+             "transforms");
+  return kind != LC_DIST_UNIFORM && kind != LC_DIST_NORMAL;
+}
+
+static int dist_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  bool bad, any = false;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  for (int j = 0; j < nargs; j++) any |= argnums[j] > 0;
+  if (!any || dist_flat(n, &bad)) return any && bad;
+  struct lc_node *d = unit_draw(n);
+  if (!d) return 1;
+  for (int j = 0; j < nargs; j++) {
+    if (argnums[j] == 0) continue;
+    bool zero;
+    struct lc_node *dv = dist_partial(n, argnums[j], d, &zero);
+    if (zero) continue;
+    out[j] = dv ? lc_multiply(cot[0], dv) : NULL;
+    lc_node_release(dv);
+    if (!out[j]) {
+      lc_rule_release(out, j);
+      lc_node_release(d);
+      return 1;
+    }
+  }
+  lc_node_release(d);
+  return 0;
+}
+
+static int dist_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  bool bad, any = false;
+  out[0] = NULL;
+  for (int k = 1; k < n->nin; k++) any |= tan[k] != NULL;
+  if (!any || dist_flat(n, &bad)) return any && bad;
+  struct lc_node *d = unit_draw(n), *acc = NULL;
+  int rc = d == NULL;
+  for (int k = 1; !rc && k < n->nin; k++) {
+    if (!tan[k]) continue;
+    bool zero;
+    struct lc_node *dv = dist_partial(n, k, d, &zero), *t = NULL;
+    if (zero) continue;
+    t = dv ? lc_multiply(tan[k], dv) : NULL;
+    lc_node_release(dv);
+    if (t && acc) { /* acc += t */
+      struct lc_node *sum = lc_add(acc, t);
+      lc_node_release(t);
+      t = sum;
+    }
+    lc_node_release(acc);
+    acc = t;
+    rc = acc == NULL;
+  }
+  lc_node_release(d);
+  if (rc) lc_node_release(acc);
+  else out[0] = acc;
+  return rc;
+}
+
+const struct lc_prim lc_prim_random_dist = {.name = "random_dist",
+                                            .flags = LC_PF_ELEMWISE,
+                                            .eval_cpu = lc_ew_eval_cpu,
+                                            .ew = dist_kernel,
+                                            .vjp = dist_vjp,
+                                            .jvp = dist_jvp,
+                                            .vmap = lc_rule_vmap_elementwise};
 
 /* ---- complex normal: MLX draws shape + (2,) uniform values on
  * [nextafter(-1, 0), 1), takes erfinv of each (no sqrt 2 factor) and
@@ -275,7 +395,83 @@ static int cnormal_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_random_cnormal = {.name = "random_cnormal", .eval_cpu = cnormal_eval};
+/* Batch first everywhere (unbatched inputs broadcast): one more leading
+ * dimension of the output and of the bits' (shape..., 2). */
+static int batched_like(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        const void *params, size_t psize, struct lc_node **out) {
+  int B = lc_rule_batch_size(n->nin, in, ax), rc = 1, k = 0;
+  struct lc_node *ins[4] = {NULL};
+  for (; k < n->nin; k++) {
+    struct lc_node *f = lc_rule_batch_front(in[k], ax[k], true);
+    if (f && f->shape[0] != B) {
+      int sh[f->ndim];
+      memcpy(sh, f->shape, sizeof(int) * (size_t)f->ndim);
+      sh[0] = B;
+      struct lc_node *b = lc_broadcast_to(f, f->ndim, sh);
+      lc_node_release(f);
+      f = b;
+    }
+    if (!(ins[k] = f)) goto done;
+  }
+  {
+    int sh[n->ndim + 1];
+    sh[0] = B;
+    memcpy(sh + 1, n->shape, sizeof(int) * (size_t)n->ndim);
+    out[0] = lc_node_new_op(n->op, n->dtype, n->ndim + 1, sh, n->nin, ins, params, psize);
+    rc = out[0] == NULL;
+  }
+done:
+  lc_rule_release(ins, k);
+  return rc;
+}
+
+static int cnormal_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  *out_ax = 0;
+  return batched_like(n, in, ax, n->params, n->params_size, out);
+}
+
+/* The bits give nothing; complex scale / loc are not differentiated. */
+static int cnormal_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)n, (void)cot;
+  for (int j = 0; j < nargs; j++) {
+    out[j] = NULL;
+    if (argnums[j] > 0)
+      return lc_error("vjp: complex normal samples cannot be differentiated with respect to "
+                      "scale or loc");
+  }
+  return 0;
+}
+
+static int cnormal_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  out[0] = NULL;
+  for (int k = 1; k < n->nin; k++)
+    if (tan[k])
+      return lc_error("jvp: complex normal samples cannot be differentiated with respect to "
+                      "scale or loc");
+  return 0;
+}
+
+const struct lc_prim lc_prim_random_cnormal = {.name = "random_cnormal",
+                                               .eval_cpu = cnormal_eval,
+                                               .vjp = cnormal_vjp,
+                                               .jvp = cnormal_jvp,
+                                               .vmap = cnormal_vmap};
+
+/* Integer (index) outputs: zero cotangents and tangents. */
+static int int_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                   struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  return 0;
+}
+
+static int int_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = NULL;
+  return 0;
+}
 
 /* ---- categorical: argmax over axis of gumbel noise + logits ---- */
 
@@ -322,8 +518,19 @@ static int categorical_eval(struct lc_node *n) {
   return 0;
 }
 
+static int categorical_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                            struct lc_node **out, int *out_ax) {
+  struct cat_params p = *(const struct cat_params *)n->params;
+  p.axis++;
+  *out_ax = 0;
+  return batched_like(n, in, ax, &p, sizeof p, out);
+}
+
 const struct lc_prim lc_prim_random_categorical = {.name = "random_categorical",
-                                                   .eval_cpu = categorical_eval};
+                                                   .eval_cpu = categorical_eval,
+                                                   .vjp = int_vjp,
+                                                   .jvp = int_jvp,
+                                                   .vmap = categorical_vmap};
 
 /* ---- argsort of 1-d uint32 bits (stable), the permutation ---- */
 
@@ -352,7 +559,39 @@ static int argsort_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_random_argsort = {.name = "random_argsort", .eval_cpu = argsort_eval};
+/* The evaluator sorts one vector: a batch is sorted row by row (B nodes). */
+static int argsort_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int B = x->shape[0], b = 0, rc = 1;
+  struct lc_node **rows = calloc((size_t)(B > 0 ? B : 1), sizeof *rows);
+  if (!rows) {
+    lc_node_release(x);
+    return lc_error("vmap: out of memory");
+  }
+  for (; b < B; b++) {
+    int zero = 0;
+    struct lc_node *s = lc_slice_axis(x, 0, b, b + 1), *v = s ? lc_squeeze(s, 1, &zero) : NULL;
+    rows[b] = v ? lc_rule_clone(n, &v) : NULL;
+    lc_node_release(s);
+    lc_node_release(v);
+    if (!rows[b]) goto done;
+  }
+  *out_ax = 0;
+  rc = !(out[0] = B ? lc_stack(B, rows, 0) : lc_zeros(2, (int[]){0, n->shape[0]}, n->dtype));
+done:
+  lc_rule_release(rows, b);
+  free(rows);
+  lc_node_release(x);
+  return rc;
+}
+
+const struct lc_prim lc_prim_random_argsort = {.name = "random_argsort",
+                                               .eval_cpu = argsort_eval,
+                                               .vjp = int_vjp,
+                                               .jvp = int_jvp,
+                                               .vmap = argsort_vmap};
 
 /* ---- x reordered along an axis by a uint32 index vector ---- */
 
@@ -378,4 +617,62 @@ static int take_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_random_take = {.name = "random_take", .eval_cpu = take_eval};
+/* x reordered by a permutation: the cotangent goes back through the
+ * inverse permutation (the argsort of the indices); the tangent is
+ * reordered alike. The indices are integers. */
+static int take_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  if (argnums[0] != 0) return 0;
+  struct lc_node *ix = n->in[1];
+  struct lc_node *inv =
+      lc_node_new_op(LC_OP_RANDOM_ARGSORT, MLX_UINT32, ix->ndim, ix->shape, 1, &ix, NULL, 0);
+  if (!inv) return 1;
+  struct lc_node *in[2] = {cot[0], inv};
+  out[0] = lc_rule_clone(n, in);
+  lc_node_release(inv);
+  return !out[0];
+}
+
+static int take_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  out[0] = NULL;
+  if (!tan[0]) return 0;
+  struct lc_node *in[2] = {tan[0], n->in[1]};
+  return !(out[0] = lc_rule_clone(n, in));
+}
+
+/* Unbatched indices: the same reordering one axis further. Batched ones:
+ * take_along_axis with each example's permutation. */
+static int take_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  int axis = *(const int *)n->params + 1, B = lc_rule_batch_size(2, in, ax);
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], true), *r = NULL;
+  *out_ax = 0;
+  if (x && ax[1] == -1) {
+    struct lc_node *ins[2] = {x, in[1]};
+    r = lc_node_new_op(LC_OP_RANDOM_TAKE, n->dtype, x->ndim, x->shape, 2, ins, &axis,
+                       sizeof axis);
+  } else if (x) {
+    int nd = x->ndim, sh[nd];
+    for (int d = 0; d < nd; d++) sh[d] = 1;
+    sh[0] = B;
+    sh[axis] = n->shape[axis - 1];
+    struct lc_node *f = lc_rule_batch_front(in[1], ax[1], false);
+    struct lc_node *i2 = f ? lc_reshape(f, nd, sh) : NULL;
+    for (int d = 1; d < nd; d++) sh[d] = d == axis ? sh[d] : n->shape[d - 1];
+    struct lc_node *xb = i2 ? lc_broadcast_to(x, nd, sh) : NULL;
+    r = xb ? lc_take_along_axis(xb, i2, axis) : NULL;
+    lc_node_release(f);
+    lc_node_release(i2);
+    lc_node_release(xb);
+  }
+  lc_node_release(x);
+  out[0] = r;
+  return r == NULL;
+}
+
+const struct lc_prim lc_prim_random_take = {.name = "random_take",
+                                            .eval_cpu = take_eval,
+                                            .vjp = take_vjp,
+                                            .jvp = take_jvp,
+                                            .vmap = take_vmap};

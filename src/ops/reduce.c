@@ -11,6 +11,13 @@
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/reduce_math.h"
+#include "ops/binary.h"
+#include "ops/index.h"
+#include "ops/scan.h"
+#include "ops/shape.h"
+#include "ops/softmax.h"
+#include "ops/unary.h"
+#include "transforms/transforms.h"
 
 static const char *const kind_names[LC_RED_NKINDS] = {
     [LC_RED_SUM] = "sum", [LC_RED_PROD] = "prod", [LC_RED_MAX] = "max",
@@ -155,10 +162,19 @@ static int reduce_describe(const struct lc_node *n, char *buf, size_t len) {
   return 0;
 }
 
+static int reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out);
+static int reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax);
+
 const struct lc_prim lc_prim_reduce = {.name = "reduce",
                                        .flags = LC_PF_REDUCE,
                                        .eval_cpu = reduce_eval,
-                                       .describe = reduce_describe};
+                                       .describe = reduce_describe,
+                                       .vjp = reduce_vjp,
+                                       .jvp = reduce_jvp,
+                                       .vmap = reduce_vmap};
 
 /* ---- argmax / argmin ---- */
 
@@ -385,5 +401,277 @@ static int arg_reduce_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_arg_reduce = {
-    .name = "arg_reduce", .flags = LC_PF_REDUCE, .eval_cpu = arg_reduce_eval};
+/* Indices have no cotangent or tangent (vjp/jvp give zeros, as MLX). vmap:
+ * batch first; over one axis the axis shifts by one, over the whole array
+ * each example is flattened. */
+static int arg_reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                          int nargs, struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums, (void)nargs, (void)out;
+  return 0;
+}
+
+static int arg_reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan, (void)out;
+  return 0;
+}
+
+static int arg_reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                           struct lc_node **out, int *out_ax) {
+  const int *p = n->params;
+  const char *fn = p[0] == ARG_MAX ? "argmax" : "argmin";
+  bool keepdims = n->ndim == n->in[0]->ndim;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false), *f = NULL, *r = NULL;
+  if (!x) return 1;
+  if (p[1] >= 0) {
+    out[0] = argreduce(fn, p[0], x, p[1] + 1, false, keepdims);
+  } else {
+    int sh[n->ndim + 2];
+    sh[0] = x->shape[0];
+    sh[1] = (int)n->in[0]->size;
+    if ((f = lc_reshape(x, 2, sh))) r = argreduce(fn, p[0], f, 1, false, false);
+    for (int d = 0; d < n->ndim; d++) sh[1 + d] = 1;
+    out[0] = r ? lc_reshape(r, n->ndim + 1, sh) : NULL;
+  }
+  lc_node_release(x);
+  lc_node_release(f);
+  lc_node_release(r);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_arg_reduce = {.name = "arg_reduce",
+                                           .flags = LC_PF_REDUCE,
+                                           .eval_cpu = arg_reduce_eval,
+                                           .vjp = arg_reduce_vjp,
+                                           .jvp = arg_reduce_jvp,
+                                           .vmap = arg_reduce_vmap};
+
+/* ---- transformation rules ----
+ *
+ * A REDUCE node keeps or drops its reduced dims (keepdims iff n->ndim ==
+ * x->ndim); rules first view cotangents and outputs with the reduced dims
+ * kept (extent 1), so they broadcast against the input. Intermediate nodes
+ * go into a small scope released at the end of each rule. */
+
+#define SCOPE_CAP 24
+struct scope {
+  struct lc_node *v[SCOPE_CAP];
+  int n;
+};
+/* Records x (NULL passes through) to be released with the scope. */
+static struct lc_node *keep(struct scope *s, struct lc_node *x) {
+  if (x && s->n < SCOPE_CAP) s->v[s->n++] = x;
+  return x;
+}
+/* Releases the scope; out's retained final value (or NULL) is returned. */
+static int scope_end(struct scope *s, struct lc_node *final, struct lc_node **out) {
+  *out = final ? lc_node_retain(final) : NULL;
+  lc_rule_release(s->v, s->n);
+  return final == NULL;
+}
+#define TRY(var, expr)                       \
+  do {                                       \
+    if (!((var) = keep(&sc, (expr)))) goto done; \
+  } while (0)
+
+/* x's shape with extent 1 at the reduced axes of params p. */
+static void kept_shape(const struct lc_node *x, const int *p, int *shape) {
+  memcpy(shape, x->shape, sizeof(int) * (size_t)x->ndim);
+  for (int i = 0; i < p[2]; i++) shape[p[3 + i]] = 1;
+}
+
+/* Elements reduced into each output. */
+static int64_t reduced_count(const struct lc_node *x, const int *p) {
+  int64_t r = 1;
+  for (int i = 0; i < p[2]; i++) r *= x->shape[p[3 + i]];
+  return r;
+}
+
+/* The permutation putting the kept axes first (in order), then the
+ * reduced ones (sorted); *nkept receives how many axes are kept. */
+static void reduced_last_perm(const struct lc_node *x, const int *p, int *perm, int *nkept) {
+  bool red[x->ndim > 0 ? x->ndim : 1];
+  memset(red, 0, sizeof red);
+  for (int i = 0; i < p[2]; i++) red[p[3 + i]] = true;
+  int k = 0;
+  for (int d = 0; d < x->ndim; d++)
+    if (!red[d]) perm[k++] = d;
+  *nkept = k;
+  for (int i = 0; i < p[2]; i++) perm[k++] = p[3 + i];
+}
+
+/* a (x's shape, or x's with reduced extents 1) transposed so the reduced
+ * axes of p come last and flattened into one last axis: (kept..., R). */
+static struct lc_node *reduced_to_last(struct lc_node *a, const struct lc_node *x, const int *p) {
+  int perm[x->ndim > 0 ? x->ndim : 1], nk;
+  reduced_last_perm(x, p, perm, &nk);
+  struct lc_node *t = lc_transpose(a, perm);
+  if (!t) return NULL;
+  int sh[nk + 1];
+  for (int i = 0; i < nk; i++) sh[i] = a->shape[perm[i]];
+  sh[nk] = (int)reduced_count(a, p);
+  struct lc_node *r = lc_reshape(t, nk + 1, sh);
+  lc_node_release(t);
+  return r;
+}
+
+/* The inverse of reduced_to_last: g of shape (kept..., R) back to x's
+ * shape and axis order. */
+static struct lc_node *reduced_from_last(struct lc_node *g, const struct lc_node *x,
+                                         const int *p) {
+  int nd = x->ndim > 0 ? x->ndim : 1, perm[nd], inv[nd], sh[nd], nk;
+  reduced_last_perm(x, p, perm, &nk);
+  for (int i = 0; i < x->ndim; i++) sh[i] = x->shape[perm[i]], inv[perm[i]] = i;
+  struct lc_node *r = lc_reshape(g, x->ndim, sh);
+  if (!r) return NULL;
+  struct lc_node *t = lc_transpose(r, inv);
+  lc_node_release(r);
+  return t;
+}
+
+/* prod: the product of the other elements of each reduced group, from two
+ * exclusive cumulative products (exact with zeros in the input). */
+static struct lc_node *prod_others(struct lc_node *xf) {
+  struct lc_node *a = lc_cumprod(xf, -1, false, false);
+  struct lc_node *b = a ? lc_cumprod(xf, -1, true, false) : NULL;
+  struct lc_node *r = b ? lc_multiply(a, b) : NULL;
+  lc_node_release(a);
+  lc_node_release(b);
+  return r;
+}
+
+/* cot * d var / dx without the cotangent: 2 (x - mean) / max(N - ddof, 0),
+ * conjugated for complex input (MLX's var is the mean of d * conj(d));
+ * std divides by 2 std. */
+static struct lc_node *var_grad(struct lc_node *n, struct lc_node *x, const int *p,
+                                const int *kd) {
+  struct scope sc = {.n = 0};
+  struct lc_node *mu, *d, *dc, *s, *g = NULL, *o, *okd;
+  const int *axes = p + 3;
+  double den = (double)reduced_count(x, p) - p[1];
+  den = den > 0 ? den : 0;
+  TRY(mu, lc_mean(x, axes, p[2], true));
+  TRY(d, lc_subtract(x, mu));
+  TRY(dc, lc_conjugate(d));
+  if (p[0] == LC_RED_VAR) {
+    TRY(s, lc_scalar_for(dc, 2.0 / den));
+    TRY(g, lc_multiply(dc, s));
+  } else {
+    TRY(s, lc_scalar_for(dc, 1.0 / den));
+    TRY(o, lc_multiply(dc, s));
+    TRY(okd, lc_reshape(n, x->ndim, kd));
+    TRY(g, lc_divide(o, okd));
+  }
+done:;
+  struct lc_node *r;
+  scope_end(&sc, g, &r);
+  return r;
+}
+
+static int reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const int *p = n->params;
+  struct lc_node *x = n->in[0], *g = NULL;
+  if (p[0] == LC_RED_AND || p[0] == LC_RED_OR) return 0; /* boolean: no cotangent */
+  struct scope sc = {.n = 0};
+  struct lc_node *c, *t, *u, *v, *w;
+  int kd[x->ndim > 0 ? x->ndim : 1];
+  kept_shape(x, p, kd);
+  TRY(c, lc_reshape(cot[0], x->ndim, kd));
+  switch (p[0]) {
+  case LC_RED_SUM: TRY(g, lc_broadcast_to(c, x->ndim, x->shape)); break;
+  case LC_RED_MEAN:
+    TRY(t, lc_scalar_for(c, 1.0 / (double)reduced_count(x, p)));
+    TRY(u, lc_multiply(c, t));
+    TRY(g, lc_broadcast_to(u, x->ndim, x->shape));
+    break;
+  case LC_RED_VAR:
+  case LC_RED_STD:
+    TRY(t, var_grad(n, x, p, kd));
+    TRY(g, lc_multiply(c, t));
+    break;
+  case LC_RED_LSE:
+    TRY(t, lc_softmax(x, p + 3, p[2], true));
+    TRY(g, lc_multiply(c, t));
+    break;
+  case LC_RED_MAX:
+  case LC_RED_MIN: /* split evenly among the elements equal to the extreme */
+    TRY(t, lc_reshape(n, x->ndim, kd));
+    TRY(u, lc_equal(x, t));
+    TRY(v, lc_sum(u, p + 3, p[2], true));
+    TRY(w, lc_divide(c, v));
+    TRY(g, lc_multiply(w, u));
+    break;
+  case LC_RED_PROD:
+    TRY(t, reduced_to_last(x, x, p));
+    TRY(u, prod_others(t));
+    TRY(v, lc_conjugate(u));
+    TRY(w, reduced_to_last(c, x, p));
+    TRY(t, lc_multiply(v, w));
+    TRY(g, reduced_from_last(t, x, p));
+    break;
+  default: break;
+  }
+done:
+  return scope_end(&sc, g, out);
+}
+
+static int reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0], *g = NULL, *r = NULL;
+  if (p[0] == LC_RED_AND || p[0] == LC_RED_OR) return 0;
+  struct scope sc = {.n = 0};
+  struct lc_node *t, *u, *v, *w;
+  int kd[x->ndim > 0 ? x->ndim : 1];
+  kept_shape(x, p, kd);
+  const int *axes = p + 3;
+  switch (p[0]) {
+  case LC_RED_SUM: TRY(g, lc_sum(tan[0], axes, p[2], true)); break;
+  case LC_RED_MEAN: TRY(g, lc_mean(tan[0], axes, p[2], true)); break;
+  case LC_RED_VAR:
+  case LC_RED_STD:
+    TRY(t, var_grad(n, x, p, kd));
+    TRY(u, lc_multiply(tan[0], t));
+    TRY(g, lc_sum(u, axes, p[2], true));
+    break;
+  case LC_RED_LSE:
+    TRY(t, lc_softmax(x, axes, p[2], true));
+    TRY(u, lc_multiply(tan[0], t));
+    TRY(g, lc_sum(u, axes, p[2], true));
+    break;
+  case LC_RED_MAX:
+  case LC_RED_MIN: /* the tangent at the first extreme (MLX) */
+    TRY(t, reduced_to_last(x, x, p));
+    TRY(u, p[0] == LC_RED_MAX ? lc_argmax(t, -1, true) : lc_argmin(t, -1, true));
+    TRY(v, reduced_to_last(tan[0], x, p));
+    TRY(g, lc_take_along_axis(v, u, -1));
+    break;
+  case LC_RED_PROD:
+    TRY(t, reduced_to_last(x, x, p));
+    TRY(u, prod_others(t));
+    TRY(v, reduced_to_last(tan[0], x, p));
+    TRY(w, lc_multiply(u, v));
+    TRY(g, lc_sum(w, (int[]){-1}, 1, true));
+    break;
+  default: break;
+  }
+  TRY(r, lc_reshape(g, n->ndim, n->shape));
+done:
+  return scope_end(&sc, r, out);
+}
+
+/* Batch axis first, reduced axes shifted past it. */
+static int reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                       struct lc_node **out, int *out_ax) {
+  const int *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int axes[p[2] > 0 ? p[2] : 1];
+  for (int i = 0; i < p[2]; i++) axes[i] = p[3 + i] + 1;
+  bool keepdims = n->ndim == n->in[0]->ndim;
+  out[0] = lc_reduce(kind_names[p[0]], p[0], x, axes, p[2], keepdims, p[1]);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}

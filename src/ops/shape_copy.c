@@ -5,10 +5,12 @@
 
 #include "core/error.h"
 #include "core/iter.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
 #include "ops/shape_internal.h"
+#include "transforms/transforms.h"
 
 /* ---- contiguous ----
  * params: allow_col_major (int). Already row-major (or, when allowed,
@@ -35,7 +37,30 @@ static int copy_eval(struct lc_node *n) {
   return lc_node_copy_out(in, n->buf->data);
 }
 
-const struct lc_prim lc_prim_copy = {.name = "contiguous", .eval_cpu = copy_eval};
+/* Rules: contiguous is the identity on values. */
+static int copy_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)n, (void)argnums, (void)nargs;
+  out[0] = lc_node_retain(cot[0]);
+  return 0;
+}
+
+static int copy_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_rule_clone(n, tan));
+}
+
+static int copy_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  out[0] = lc_contiguous(in[0], n->params && *(const int *)n->params);
+  *out_ax = ax[0];
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_copy = {.name = "contiguous",
+                                     .eval_cpu = copy_eval,
+                                     .vjp = copy_vjp,
+                                     .jvp = copy_jvp,
+                                     .vmap = copy_vmap};
 
 struct lc_node *lc_contiguous(struct lc_node *a, bool allow_col_major) {
   int p = allow_col_major;
@@ -59,7 +84,57 @@ static int concatenate_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_concatenate = {.name = "concatenate", .eval_cpu = concatenate_eval};
+/* vjp: each input's cotangent is its slice of the output's. */
+static int concatenate_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                           int nargs, struct lc_node **out) {
+  int axis = *(const int *)n->params, off = 0, k = 0;
+  for (int j = 0; j < nargs; j++) {
+    for (; k < argnums[j]; k++) off += n->in[k]->shape[axis];
+    int len = n->in[k]->shape[axis];
+    if (!(out[j] = lc_slice_axis(cot[0], axis, off, off + len))) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* jvp: the tangents concatenated, zeros for inputs without one. */
+static int concatenate_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  int axis = *(const int *)n->params, k = 0, rc = 1;
+  struct lc_node **t = malloc(sizeof *t * (size_t)n->nin);
+  if (!t) return lc_error("out of memory");
+  for (; k < n->nin; k++)
+    if (!(t[k] = tan[k] ? lc_node_retain(tan[k]) : lc_zeros_like(n->in[k]))) goto done;
+  rc = !(out[0] = lc_concatenate(n->nin, t, axis));
+done:
+  lc_rule_release(t, k);
+  free(t);
+  return rc;
+}
+
+/* vmap: every input batched in front (unbatched ones broadcast), then the
+ * concatenation one axis further in. */
+static int concatenate_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                            struct lc_node **out, int *out_ax) {
+  int axis = *(const int *)n->params, b = lc_rule_batch_size(n->nin, in, ax), k = 0, rc = 1;
+  struct lc_node **t = malloc(sizeof *t * (size_t)n->nin);
+  if (!t) return lc_error("out of memory");
+  for (; k < n->nin; k++)
+    if (!(t[k] = lc_batch_front_full(in[k], ax[k], b))) goto done;
+  rc = !(out[0] = lc_concatenate(n->nin, t, axis + 1));
+  *out_ax = 0;
+done:
+  lc_rule_release(t, k);
+  free(t);
+  return rc;
+}
+
+const struct lc_prim lc_prim_concatenate = {.name = "concatenate",
+                                            .eval_cpu = concatenate_eval,
+                                            .vjp = concatenate_vjp,
+                                            .jvp = concatenate_jvp,
+                                            .vmap = concatenate_vmap};
 
 struct lc_node *lc_concatenate(int n, struct lc_node *const *arrays, int axis) {
   if (n <= 0) {

@@ -9,4 +9,31 @@
 
 #include "core/copy.h"
 
+/* ---- builders over normalised slice parameters (transform rules) ----
+ * start_step holds start[nd] then step[nd] exactly as the SLICE primitive
+ * stores them (lc_slice's normalised form: in-range starts, non-zero steps). */
+
+/* The SLICE of a with those parameters and result shape `shape` (a->ndim
+ * entries). Defined in shape_views.c. */
+struct lc_node *lc_slice_norm(struct lc_node *a, const int *start_step, const int *shape);
+
+/* src with that slice combined with update (cast to src's dtype; it must
+ * have the slice's shape) by mode (enum lc_scatter_mode). Defined in
+ * scatter.c. */
+struct lc_node *lc_slice_update_norm(struct lc_node *src, struct lc_node *update,
+                                     const int *start_step, int mode);
+
+/* Zeros of shape v.shape[:-1] + [n1, n2] whose diagonal `offset` of the
+ * last two axes holds v's last axis (its extent must be that diagonal's
+ * length). The adjoint of lc_diagonal. Defined in shape_views.c. */
+struct lc_node *lc_embed_diagonal(struct lc_node *v, int n1, int n2, int offset);
+
+/* x with its batch axis (ax, -1 = none) at the front, an unbatched x
+ * broadcast along a new leading axis of extent b. New reference. */
+struct lc_node *lc_batch_front_full(struct lc_node *x, int ax, int b);
+
+/* The integers 0..b-1 (int32) shaped [b, 1, ..., 1] with ndim axes, for
+ * indexing the batch axis next to index arrays of ndim - 1 axes. */
+struct lc_node *lc_batch_iota(int b, int ndim);
+
 #endif

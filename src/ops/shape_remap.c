@@ -9,9 +9,16 @@
 #include "core/error.h"
 #include "core/iter.h"
 #include "core/parallel.h"
+#include "ops/binary.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/prim.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/shape_internal.h"
+#include "ops/ternary.h"
+#include "transforms/transforms.h"
 
 enum remap_kind { MAP_ID, MAP_TILE, MAP_REPEAT, MAP_ROLL, MAP_PAD };
 enum { PADM_CONSTANT, PADM_EDGE, PADM_REFLECT, PADM_SYMMETRIC };
@@ -150,8 +157,6 @@ static int remap_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_remap = {.name = "remap", .eval_cpu = remap_eval};
-
 /* Output extents are computed by the callers; fill (0-d, a's dtype) only
  * for constant padding. */
 static struct lc_node *remap_new(struct lc_node *a, const int *shape, const struct remap_axis *m,
@@ -160,6 +165,189 @@ static struct lc_node *remap_new(struct lc_node *a, const int *shape, const stru
   return lc_node_new_op(LC_OP_REMAP, a->dtype, a->ndim, shape, fill ? 2 : 1, in, m,
                         sizeof *m * (size_t)a->ndim);
 }
+
+/* ---- remap rules ----
+ * The map is separable: output element (i_0, ..) reads input element
+ * (map_0(i_0), ..), or the fill when some map_d(i_d) is -1 (constant
+ * padding only). So its adjoint is the product of the per-axis adjoints,
+ * applied one axis at a time, and the fill collects what no axis maps. */
+
+static bool pads_constant(const struct remap_axis *m) {
+  return m->kind == MAP_PAD && m->b == PADM_CONSTANT;
+}
+
+/* g with axis d (the map's output extent) split into (e0, e1), then
+ * summed over part `drop` (0 or 1). */
+static struct lc_node *split_sum(struct lc_node *g, int d, int e0, int e1, int drop) {
+  int sh[g->ndim + 1];
+  for (int i = 0, k = 0; i < g->ndim; i++) {
+    if (i == d) {
+      sh[k++] = e0;
+      sh[k++] = e1;
+    } else {
+      sh[k++] = g->shape[i];
+    }
+  }
+  struct lc_node *r = lc_reshape(g, g->ndim + 1, sh);
+  int axis = d + drop;
+  struct lc_node *s = r ? lc_sum(r, &axis, 1, false) : NULL;
+  lc_node_release(r);
+  return s;
+}
+
+/* Scatter-adds g along axis d at the input index each output index reads
+ * (every map_index is in range: edge, reflect and symmetric padding). */
+static struct lc_node *scatter_back(struct lc_node *g, int d, const struct remap_axis *m) {
+  int ext = g->shape[d];
+  int32_t *idx = malloc(sizeof(int32_t) * (size_t)(ext > 0 ? ext : 1));
+  if (!idx) {
+    lc_error("out of memory");
+    return NULL;
+  }
+  for (int i = 0; i < ext; i++) idx[i] = (int32_t)map_index(m, i);
+  struct lc_node *iv = lc_node_new_data(MLX_INT32, 1, &ext, idx);
+  free(idx);
+  int sh[g->ndim];
+  for (int i = 0; i < g->ndim; i++) sh[i] = i == d ? ext : 1;
+  struct lc_node *ir = iv ? lc_reshape(iv, g->ndim, sh) : NULL;
+  for (int i = 0; i < g->ndim; i++) sh[i] = i == d ? m->n : g->shape[i];
+  struct lc_node *z = ir ? lc_zeros(g->ndim, sh, g->dtype) : NULL;
+  struct lc_node *r = z ? lc_scatter_axis(z, ir, g, d, LC_SCATTER_ADD) : NULL;
+  lc_node_release(iv);
+  lc_node_release(ir);
+  lc_node_release(z);
+  return r;
+}
+
+/* The cotangent g (axis d of the map's output extent) brought back to the
+ * input extent m->n of axis d. */
+static struct lc_node *axis_adjoint(struct lc_node *g, int d, const struct remap_axis *m) {
+  if (g->size == 0) {
+    int sh[g->ndim];
+    for (int i = 0; i < g->ndim; i++) sh[i] = i == d ? m->n : g->shape[i];
+    return lc_zeros(g->ndim, sh, g->dtype);
+  }
+  int ext = g->shape[d];
+  switch (m->kind) {
+  case MAP_TILE: return split_sum(g, d, ext / m->n, m->n, 0);
+  case MAP_REPEAT: return split_sum(g, d, m->n, m->a, 1);
+  case MAP_ROLL: {
+    int back = -m->a;
+    return lc_roll(g, 1, &d, &back);
+  }
+  case MAP_PAD:
+    if (m->b == PADM_CONSTANT) return lc_slice_axis(g, d, m->a, m->a + m->n);
+    return scatter_back(g, d, m);
+  default: return lc_node_retain(g);
+  }
+}
+
+/* The part of g that reads the input: g sliced to the interior of every
+ * constant-padded axis (g itself when there are none). */
+static struct lc_node *constant_interior(struct lc_node *g, const struct remap_axis *m) {
+  struct lc_node *r = lc_node_retain(g);
+  for (int d = 0; r && d < g->ndim; d++) {
+    if (!pads_constant(&m[d])) continue;
+    struct lc_node *s = lc_slice_axis(r, d, m[d].a, m[d].a + m[d].n);
+    lc_node_release(r);
+    r = s;
+  }
+  return r;
+}
+
+static struct lc_node *sum_all(struct lc_node *x) {
+  int axes[x->ndim > 0 ? x->ndim : 1];
+  for (int d = 0; d < x->ndim; d++) axes[d] = d;
+  return lc_sum(x, axes, x->ndim, false);
+}
+
+static int remap_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                     int nargs, struct lc_node **out) {
+  const struct remap_axis *m = n->params;
+  for (int j = 0; j < nargs; j++) {
+    struct lc_node *g = NULL;
+    if (argnums[j] == 0) {
+      g = lc_node_retain(cot[0]);
+      for (int d = 0; g && d < n->ndim; d++) {
+        if (m[d].kind == MAP_ID) continue;
+        struct lc_node *h = axis_adjoint(g, d, &m[d]);
+        lc_node_release(g);
+        g = h;
+      }
+    } else { /* the fill value: everything outside the interior */
+      struct lc_node *in = constant_interior(cot[0], m);
+      struct lc_node *all = in ? sum_all(cot[0]) : NULL, *part = all ? sum_all(in) : NULL;
+      g = part ? lc_subtract(all, part) : NULL;
+      lc_node_release(in);
+      lc_node_release(all);
+      lc_node_release(part);
+    }
+    if (!(out[j] = g)) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* jvp: the remap is linear in (input, fill) together. */
+static int remap_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  struct lc_node *t[2] = {NULL, NULL};
+  int k = 0;
+  for (; k < n->nin; k++)
+    if (!(t[k] = tan[k] ? lc_node_retain(tan[k]) : lc_zeros_like(n->in[k]))) break;
+  if (k == n->nin) out[0] = lc_rule_clone(n, t);
+  lc_rule_release(t, k);
+  return !out[0];
+}
+
+/* vmap: the batch axis in front with an identity map. A batched fill
+ * (one per example) is applied afterwards through the mask of positions
+ * that read the input. */
+static int remap_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                      struct lc_node **out, int *out_ax) {
+  const struct remap_axis *m = n->params;
+  int b = lc_rule_batch_size(n->nin, in, ax), nd = n->ndim;
+  struct remap_axis m2[nd + 1];
+  int sh[nd + 1];
+  m2[0] = (struct remap_axis){MAP_ID, b, 0, 0};
+  sh[0] = b;
+  for (int d = 0; d < nd; d++) {
+    m2[1 + d] = m[d];
+    sh[1 + d] = n->shape[d];
+  }
+  *out_ax = 0;
+  bool fill_batched = n->nin > 1 && ax[1] != -1;
+  struct lc_node *x = lc_batch_front_full(in[0], ax[0], b);
+  if (!x) return 1;
+  if (!fill_batched) {
+    out[0] = remap_new(x, sh, m2, n->nin > 1 ? in[1] : NULL);
+    lc_node_release(x);
+    return !out[0];
+  }
+  const struct lc_node *a = n->in[0];
+  struct lc_node *zero = lc_node_new_scalar(n->dtype, 0), *no = lc_node_new_scalar(MLX_BOOL, 0);
+  struct lc_node *body = zero ? remap_new(x, sh, m2, zero) : NULL;
+  struct lc_node *ones = body && no ? lc_ones(a->ndim, a->shape, MLX_BOOL) : NULL;
+  struct lc_node *mask = ones ? remap_new(ones, n->shape, m, no) : NULL;
+  for (int d = 1; d <= nd; d++) sh[d] = 1;
+  struct lc_node *fill = mask ? lc_reshape(in[1], nd + 1, sh) : NULL;
+  out[0] = fill ? lc_where(mask, body, fill) : NULL;
+  lc_node_release(x);
+  lc_node_release(zero);
+  lc_node_release(no);
+  lc_node_release(body);
+  lc_node_release(ones);
+  lc_node_release(mask);
+  lc_node_release(fill);
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_remap = {.name = "remap",
+                                      .eval_cpu = remap_eval,
+                                      .vjp = remap_vjp,
+                                      .jvp = remap_jvp,
+                                      .vmap = remap_vmap};
 
 static void identity_maps(const struct lc_node *a, struct remap_axis *m, int *shape) {
   for (int d = 0; d < a->ndim; d++) {
@@ -359,7 +547,32 @@ static int diag_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_diag = {.name = "diag", .eval_cpu = diag_eval};
+/* Rules: diag of a vector and diagonal of a matrix are adjoint. */
+static int diag_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = lc_diagonal(cot[0], *(const int *)n->params, 0, 1));
+}
+
+static int diag_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_rule_clone(n, tan));
+}
+
+static int diag_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  out[0] = lc_embed_diagonal(x, n->shape[0], n->shape[1], *(const int *)n->params);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_diag = {.name = "diag",
+                                     .eval_cpu = diag_eval,
+                                     .vjp = diag_vjp,
+                                     .jvp = diag_jvp,
+                                     .vmap = diag_vmap};
 
 struct lc_node *lc_diag(struct lc_node *a, int k) {
   if (a->ndim == 2) return lc_diagonal(a, k, 0, 1);

@@ -7,9 +7,13 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/prim.h"
 #include "ops/shape.h"
 #include "ops/shape_internal.h"
+#include "transforms/transforms.h"
 
 /* ---- reshape ---- */
 
@@ -61,8 +65,37 @@ static int reshape_eval(struct lc_node *n) {
   return lc_node_copy_out(in, n->buf->data);
 }
 
-const struct lc_prim lc_prim_reshape = {
-    .name = "reshape", .flags = LC_PF_VIEW, .eval_cpu = reshape_eval};
+/* Rules: reshape is linear and shape-only, so every rule is a reshape. */
+static int reshape_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const struct lc_node *a = n->in[0];
+  return !(out[0] = lc_reshape(cot[0], a->ndim, a->shape));
+}
+
+static int reshape_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = lc_reshape(tan[0], n->ndim, n->shape));
+}
+
+static int reshape_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int sh[n->ndim + 1];
+  sh[0] = x->shape[0];
+  for (int d = 0; d < n->ndim; d++) sh[1 + d] = n->shape[d];
+  out[0] = lc_reshape(x, n->ndim + 1, sh);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_reshape = {.name = "reshape",
+                                        .flags = LC_PF_VIEW,
+                                        .eval_cpu = reshape_eval,
+                                        .vjp = reshape_vjp,
+                                        .jvp = reshape_jvp,
+                                        .vmap = reshape_vmap};
 
 /* Resolves one -1 entry of shape (into out) against size; 0 or 1 after
  * reporting with prefix fn. */
@@ -116,8 +149,47 @@ static int transpose_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_transpose = {
-    .name = "transpose", .flags = LC_PF_VIEW, .eval_cpu = transpose_eval};
+/* Rules: the cotangent goes back through the inverse permutation; vmap
+ * keeps the batch axis first. */
+static int transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                         int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const int *perm = n->params;
+  int inv[n->ndim > 0 ? n->ndim : 1];
+  for (int i = 0; i < n->ndim; i++) inv[perm[i]] = i;
+  return !(out[0] = lc_transpose(cot[0], inv));
+}
+
+/* jvp of any view whose only differentiable input is input 0: the same
+ * view of the tangent (the other inputs, such as start indices, kept). */
+static int view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  if (!tan[0]) return 0;
+  struct lc_node *in[n->nin];
+  in[0] = tan[0];
+  for (int k = 1; k < n->nin; k++) in[k] = n->in[k];
+  return !(out[0] = lc_rule_clone(n, in));
+}
+
+static int transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                          struct lc_node **out, int *out_ax) {
+  const int *perm = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int p[n->ndim + 1];
+  p[0] = 0;
+  for (int i = 0; i < n->ndim; i++) p[1 + i] = perm[i] + 1;
+  out[0] = lc_transpose(x, p);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_transpose = {.name = "transpose",
+                                          .flags = LC_PF_VIEW,
+                                          .eval_cpu = transpose_eval,
+                                          .vjp = transpose_vjp,
+                                          .jvp = view_jvp,
+                                          .vmap = transpose_vmap};
 
 static struct lc_node *transpose_impl(const char *fn, struct lc_node *a, const int *perm) {
   int nd = a->ndim;
@@ -322,7 +394,50 @@ static int slice_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_slice = {.name = "slice", .flags = LC_PF_VIEW, .eval_cpu = slice_eval};
+/* Rules: the cotangent is written into zeros at the slice (an empty
+ * slice gives no cotangent); vmap slices the batch axis whole. */
+static int slice_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  if (n->size == 0) return 0;
+  struct lc_node *z = lc_zeros_like(n->in[0]);
+  if (!z) return 1;
+  out[0] = lc_slice_update_norm(z, cot[0], n->params, LC_SCATTER_NONE);
+  lc_node_release(z);
+  return !out[0];
+}
+
+static int slice_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                      struct lc_node **out, int *out_ax) {
+  const int *start = n->params, *step = start + n->ndim;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int nd = n->ndim + 1, p[2 * nd], sh[nd];
+  p[0] = 0;
+  p[nd] = 1;
+  sh[0] = x->shape[0];
+  for (int i = 0; i < n->ndim; i++) {
+    p[1 + i] = start[i];
+    p[nd + 1 + i] = step[i];
+    sh[1 + i] = n->shape[i];
+  }
+  out[0] = lc_slice_norm(x, p, sh);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_slice = {.name = "slice",
+                                      .flags = LC_PF_VIEW,
+                                      .eval_cpu = slice_eval,
+                                      .vjp = slice_vjp,
+                                      .jvp = view_jvp,
+                                      .vmap = slice_vmap};
+
+struct lc_node *lc_slice_norm(struct lc_node *a, const int *start_step, const int *shape) {
+  return lc_node_new_op(LC_OP_SLICE, a->dtype, a->ndim, shape, 1, &a, start_step,
+                        sizeof(int) * 2 * (size_t)a->ndim);
+}
 
 struct lc_node *lc_slice(struct lc_node *a, const int *start, const int *stop, const int *step) {
   int nd = a->ndim;
@@ -417,8 +532,63 @@ static int as_strided_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_as_strided = {
-    .name = "as_strided", .flags = LC_PF_VIEW, .eval_cpu = as_strided_eval};
+/* vjp: the view may repeat elements, so the cotangent is scatter-added
+ * into the flat input at the element each output position reads (found by
+ * taking the same view of 0..size-1). */
+static int as_strided_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                          int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  struct lc_node *a = n->in[0];
+  if (n->size == 0 || a->size == 0) return 0;
+  if (n->size > INT_MAX) return lc_error("as_strided: vjp of a view this large is not supported");
+  int flat = (int)a->size, cnt = (int)n->size, col[2] = {cnt, 1}, zero = 0;
+  struct lc_node *iota = lc_arange(0, (double)flat, 1, MLX_INT32);
+  struct lc_node *shaped = iota ? lc_reshape(iota, a->ndim, a->shape) : NULL;
+  struct lc_node *view = shaped ? lc_node_new_op(LC_OP_AS_STRIDED, MLX_INT32, n->ndim, n->shape, 1,
+                                                 &shaped, n->params, n->params_size)
+                                : NULL;
+  struct lc_node *idx = view ? lc_reshape(view, 1, &cnt) : NULL;
+  struct lc_node *upd = idx ? lc_reshape(cot[0], 2, col) : NULL;
+  struct lc_node *z = upd ? lc_zeros(1, &flat, a->dtype) : NULL;
+  struct lc_node *g = z ? lc_scatter(z, 1, &idx, upd, &zero, LC_SCATTER_ADD) : NULL;
+  out[0] = g ? lc_reshape(g, a->ndim, a->shape) : NULL;
+  lc_node_release(iota);
+  lc_node_release(shaped);
+  lc_node_release(view);
+  lc_node_release(idx);
+  lc_node_release(upd);
+  lc_node_release(z);
+  lc_node_release(g);
+  return !out[0];
+}
+
+/* vmap: each example is a view of its own row-major elements, so the
+ * batch axis becomes a leading axis of stride a.size. */
+static int as_strided_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                           struct lc_node **out, int *out_ax) {
+  const struct strided_params *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int nd = n->ndim + 1, sh[nd];
+  int64_t st[nd];
+  sh[0] = x->shape[0];
+  st[0] = n->in[0]->size;
+  for (int i = 0; i < n->ndim; i++) {
+    sh[1 + i] = n->shape[i];
+    st[1 + i] = p->strides[i];
+  }
+  out[0] = lc_as_strided(x, nd, sh, st, p->offset);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_as_strided = {.name = "as_strided",
+                                           .flags = LC_PF_VIEW,
+                                           .eval_cpu = as_strided_eval,
+                                           .vjp = as_strided_vjp,
+                                           .jvp = view_jvp,
+                                           .vmap = as_strided_vmap};
 
 struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, const int64_t *strides,
                               int64_t offset) {
@@ -482,8 +652,44 @@ static int diagonal_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_diagonal = {
-    .name = "diagonal", .flags = LC_PF_VIEW, .eval_cpu = diagonal_eval};
+/* vjp: the cotangent embedded as the diagonal of zeros over the last two
+ * axes, which then move back to axis1 and axis2. */
+static int diagonal_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                        int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const struct diagonal_params *p = n->params;
+  const struct lc_node *a = n->in[0];
+  struct lc_node *e = lc_embed_diagonal(cot[0], a->shape[p->axis1], a->shape[p->axis2], p->offset);
+  if (!e) return 1;
+  int perm[a->ndim], k = 0;
+  for (int d = 0; d < a->ndim; d++)
+    if (d != p->axis1 && d != p->axis2) perm[d] = k++;
+  perm[p->axis1] = a->ndim - 2;
+  perm[p->axis2] = a->ndim - 1;
+  out[0] = lc_transpose(e, perm);
+  lc_node_release(e);
+  return !out[0];
+}
+
+static int diagonal_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                         struct lc_node **out, int *out_ax) {
+  const struct diagonal_params *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  /* an empty diagonal stores offset 0: ask for one past the last column */
+  int offset = n->shape[n->ndim - 1] == 0 ? n->in[0]->shape[p->axis2] : p->offset;
+  out[0] = lc_diagonal(x, offset, p->axis1 + 1, p->axis2 + 1);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_diagonal = {.name = "diagonal",
+                                         .flags = LC_PF_VIEW,
+                                         .eval_cpu = diagonal_eval,
+                                         .vjp = diagonal_vjp,
+                                         .jvp = view_jvp,
+                                         .vmap = diagonal_vmap};
 
 struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2) {
   int nd = a->ndim;
@@ -507,4 +713,58 @@ struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2)
   shape[k] = (int)len;
   struct diagonal_params p = {len > 0 ? offset : 0, axis1, axis2};
   return lc_node_new_op(LC_OP_DIAGONAL, a->dtype, nd - 1, shape, 1, &a, &p, sizeof p);
+}
+
+/* ---- helpers for transform rules (shape_internal.h) ---- */
+
+struct lc_node *lc_embed_diagonal(struct lc_node *v, int n1, int n2, int offset) {
+  int lead = v->ndim - 1, len = v->shape[lead];
+  int64_t cells = (int64_t)n1 * n2;
+  if (cells > INT_MAX) {
+    lc_error("diagonal: a %d x %d matrix is too large to differentiate", n1, n2);
+    return NULL;
+  }
+  int sh[lead + 2];
+  for (int d = 0; d < lead; d++) sh[d] = v->shape[d];
+  sh[lead] = n1;
+  sh[lead + 1] = n2;
+  if (v->size == 0) return lc_zeros(lead + 2, sh, v->dtype);
+  /* in the flattened matrix, the diagonal is a strided run */
+  int r0 = offset < 0 ? -offset : 0, c0 = offset > 0 ? offset : 0;
+  int start[lead + 1], stop[lead + 1], step[lead + 1], flat[lead + 1];
+  for (int d = 0; d < lead; d++) {
+    start[d] = 0;
+    stop[d] = flat[d] = v->shape[d];
+    step[d] = 1;
+  }
+  flat[lead] = (int)cells;
+  start[lead] = r0 * n2 + c0;
+  step[lead] = n2 + 1;
+  stop[lead] = start[lead] + (len - 1) * step[lead] + 1;
+  struct lc_node *z = lc_zeros(lead + 1, flat, v->dtype);
+  struct lc_node *u = z ? lc_slice_update(z, v, start, stop, step, LC_SCATTER_NONE) : NULL;
+  struct lc_node *r = u ? lc_reshape(u, lead + 2, sh) : NULL;
+  lc_node_release(z);
+  lc_node_release(u);
+  return r;
+}
+
+struct lc_node *lc_batch_front_full(struct lc_node *x, int ax, int b) {
+  struct lc_node *f = lc_rule_batch_front(x, ax, true);
+  if (!f || ax != -1) return f;
+  int sh[f->ndim];
+  memcpy(sh, f->shape, sizeof sh);
+  sh[0] = b;
+  struct lc_node *r = lc_broadcast_to(f, f->ndim, sh);
+  lc_node_release(f);
+  return r;
+}
+
+struct lc_node *lc_batch_iota(int b, int ndim) {
+  int sh[ndim > 0 ? ndim : 1];
+  for (int d = 0; d < ndim; d++) sh[d] = d ? 1 : b;
+  struct lc_node *r = lc_arange(0, b, 1, MLX_INT32);
+  struct lc_node *s = r ? lc_reshape(r, ndim, sh) : NULL;
+  lc_node_release(r);
+  return s;
 }

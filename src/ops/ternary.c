@@ -4,6 +4,7 @@
 #include "core/error.h"
 #include "ops/elementwise.h"
 #include "ops/ternary.h"
+#include "transforms/transforms.h"
 
 /* o[i] = c[i] ? x[i] : y[i], on element bits of type T. */
 #define SELECT_LOOP(T)                                                                    \
@@ -34,8 +35,47 @@ static void select_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *co
   }
 }
 
-const struct lc_prim lc_prim_select = {
-    .name = "select", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = select_kernel};
+/* where(c, v, 0) or where(c, 0, v) (v borrowed): v routed to the branch
+ * it came from, zeros to the other. */
+static struct lc_node *routed(struct lc_node *c, struct lc_node *v, bool to_x) {
+  struct lc_node *z = lc_node_new_scalar(v->dtype, 0);
+  if (!z) return NULL;
+  struct lc_node *r = to_x ? lc_where(c, v, z) : lc_where(c, z, v);
+  lc_node_release(z);
+  return r;
+}
+
+/* Inputs (cond, x, y): x gets the cotangent where cond holds, y where it
+ * does not; cond, a bool, gets none. */
+static int select_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                      int nargs, struct lc_node **out) {
+  for (int j = 0; j < nargs; j++) {
+    out[j] = NULL;
+    if (argnums[j] == 0) continue;
+    if (!(out[j] = routed(n->in[0], cot[0], argnums[j] == 1))) {
+      lc_rule_release(out, j);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* where(cond, tan_x, tan_y), a missing tangent being zero. */
+static int select_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  struct lc_node *c = n->in[0], *tx = tan[1], *ty = tan[2];
+  if (tx && ty) out[0] = lc_where(c, tx, ty);
+  else if (tx || ty) out[0] = routed(c, tx ? tx : ty, tx != NULL);
+  else out[0] = NULL;
+  return (tx || ty) && !out[0];
+}
+
+const struct lc_prim lc_prim_select = {.name = "select",
+                                       .flags = LC_PF_ELEMWISE,
+                                       .eval_cpu = lc_ew_eval_cpu,
+                                       .ew = select_kernel,
+                                       .vjp = select_vjp,
+                                       .jvp = select_jvp,
+                                       .vmap = lc_rule_vmap_elementwise};
 
 struct lc_node *lc_where(struct lc_node *cond, struct lc_node *x, struct lc_node *y) {
   int n1, n2;

@@ -11,11 +11,9 @@
 #include "ops/elementwise.h"
 #include "ops/unary.h"
 #include "ops/vmath.h"
+#include "transforms/transforms.h"
 
 #define U LC_U_LOOP
-#define PRIM(NAME)                                                                  \
-  const struct lc_prim lc_prim_##NAME = {                                           \
-      .name = #NAME, .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = NAME##_kernel};
 
 /* A float-only math op: loops for the float dtypes, its kernel and row. */
 #define FLOAT_OP(NAME, FF, FD)   \
@@ -280,41 +278,285 @@ LC_KERNEL(conjugate, LC_CASES_CX(LC_UCASE, conjugate))
 LC_KERNEL(real, LC_CASES_CX(LC_UCASE, real))
 LC_KERNEL(imag, LC_CASES_CX(LC_UCASE, imag))
 
-PRIM(abs)
-PRIM(negative)
-PRIM(sign)
-PRIM(square)
-PRIM(sqrt)
-PRIM(rsqrt)
-PRIM(exp)
-PRIM(expm1)
-PRIM(log)
-PRIM(log1p)
-PRIM(log2)
-PRIM(log10)
-PRIM(sin)
-PRIM(cos)
-PRIM(tan)
-PRIM(arcsin)
-PRIM(arccos)
-PRIM(arctan)
-PRIM(sinh)
-PRIM(cosh)
-PRIM(tanh)
-PRIM(arcsinh)
-PRIM(arccosh)
-PRIM(arctanh)
-PRIM(sigmoid)
-PRIM(erf)
-PRIM(erfinv)
-PRIM(floor)
-PRIM(ceil)
-PRIM(round)
-PRIM(logical_not)
-PRIM(bitwise_invert)
-PRIM(conjugate)
-PRIM(real)
-PRIM(imag)
+/* ---- transformation rules ----
+ * A differentiable op NAME has NAME_deriv(n): f'(x) as a lazy node, where
+ * x = n->in[0] and n = f(x) itself, built with the ordinary builders so
+ * that it differentiates again. Then jvp = tan * f'(x) and
+ * vjp = cot * conj(f'(x)): MLX's convention for complex inputs, where the
+ * gradient of a real L is dL/dRe + i dL/dIm (conj is the identity on real
+ * dtypes). Ops whose output is piecewise constant (sign, rounding,
+ * logical) have zero rules (NULL results); those MLX cannot differentiate
+ * (bitwise_invert, view, fp8 conversions) report an error. Every op has
+ * a vmap rule. */
+
+/* Chain helpers: they consume their node arguments and return a new
+ * reference; a NULL argument (a failure already reported) gives NULL. */
+static struct lc_node *take1(struct lc_node *(*op)(struct lc_node *), struct lc_node *a) {
+  struct lc_node *r = a ? op(a) : NULL;
+  lc_node_release(a);
+  return r;
+}
+static struct lc_node *take2(struct lc_node *(*op)(struct lc_node *, struct lc_node *),
+                             struct lc_node *a, struct lc_node *b) {
+  struct lc_node *r = a && b ? op(a, b) : NULL;
+  lc_node_release(a);
+  lc_node_release(b);
+  return r;
+}
+static struct lc_node *mul_(struct lc_node *a, struct lc_node *b) {
+  return take2(lc_multiply, a, b);
+}
+static struct lc_node *div_(struct lc_node *a, struct lc_node *b) { return take2(lc_divide, a, b); }
+static struct lc_node *add_(struct lc_node *a, struct lc_node *b) { return take2(lc_add, a, b); }
+static struct lc_node *sub_(struct lc_node *a, struct lc_node *b) {
+  return take2(lc_subtract, a, b);
+}
+static struct lc_node *ref(struct lc_node *x) { return lc_node_retain(x); }
+/* The 0-d constant v in x's dtype (so it never promotes x). */
+static struct lc_node *kst(const struct lc_node *x, double v) {
+  return lc_node_new_scalar(x->dtype, v);
+}
+/* v / x */
+static struct lc_node *over(double v, struct lc_node *x) { return div_(kst(x, v), x); }
+
+#define X (n->in[0])
+static struct lc_node *sqrt_deriv(struct lc_node *n) { return over(0.5, ref(n)); }
+static struct lc_node *rsqrt_deriv(struct lc_node *n) {
+  return mul_(kst(n, -0.5), div_(ref(n), ref(X)));
+}
+static struct lc_node *exp_deriv(struct lc_node *n) { return ref(n); }
+static struct lc_node *expm1_deriv(struct lc_node *n) { return add_(ref(n), kst(n, 1)); }
+static struct lc_node *log_deriv(struct lc_node *n) { return over(1, ref(X)); }
+static struct lc_node *log2_deriv(struct lc_node *n) { return over(1 / M_LN2, ref(X)); }
+static struct lc_node *log10_deriv(struct lc_node *n) { return over(1 / M_LN10, ref(X)); }
+static struct lc_node *log1p_deriv(struct lc_node *n) { return over(1, add_(kst(X, 1), ref(X))); }
+static struct lc_node *sin_deriv(struct lc_node *n) { return lc_cos(X); }
+static struct lc_node *cos_deriv(struct lc_node *n) { return take1(lc_negative, lc_sin(X)); }
+static struct lc_node *tan_deriv(struct lc_node *n) { return over(1, take1(lc_square, lc_cos(X))); }
+/* 1 / sqrt(1 - x^2) */
+static struct lc_node *arcsin_deriv(struct lc_node *n) {
+  return take1(lc_rsqrt, sub_(kst(X, 1), lc_square(X)));
+}
+static struct lc_node *arccos_deriv(struct lc_node *n) {
+  return take1(lc_negative, arcsin_deriv(n));
+}
+static struct lc_node *arctan_deriv(struct lc_node *n) {
+  return over(1, add_(kst(X, 1), lc_square(X)));
+}
+static struct lc_node *sinh_deriv(struct lc_node *n) { return lc_cosh(X); }
+static struct lc_node *cosh_deriv(struct lc_node *n) { return lc_sinh(X); }
+/* 1 / cosh^2 (accurate where 1 - tanh^2 cancels) */
+static struct lc_node *tanh_deriv(struct lc_node *n) {
+  return over(1, take1(lc_square, lc_cosh(X)));
+}
+static struct lc_node *arcsinh_deriv(struct lc_node *n) {
+  return take1(lc_rsqrt, add_(lc_square(X), kst(X, 1)));
+}
+static struct lc_node *arccosh_deriv(struct lc_node *n) {
+  return take1(lc_rsqrt, sub_(lc_square(X), kst(X, 1)));
+}
+static struct lc_node *arctanh_deriv(struct lc_node *n) {
+  return over(1, sub_(kst(X, 1), lc_square(X)));
+}
+static struct lc_node *sigmoid_deriv(struct lc_node *n) {
+  return mul_(ref(n), sub_(kst(n, 1), ref(n)));
+}
+/* 2/sqrt(pi) e^(-x^2) */
+static struct lc_node *erf_deriv(struct lc_node *n) {
+  return mul_(kst(X, M_2_SQRTPI), take1(lc_exp, take1(lc_negative, lc_square(X))));
+}
+/* 1 / erf'(erfinv(x)) = sqrt(pi)/2 e^(y^2), y = n */
+static struct lc_node *erfinv_deriv(struct lc_node *n) {
+  return mul_(kst(n, 1 / M_2_SQRTPI), take1(lc_exp, lc_square(n)));
+}
+static struct lc_node *square_deriv(struct lc_node *n) { return mul_(kst(X, 2), ref(X)); }
+
+typedef struct lc_node *(*deriv_fn)(struct lc_node *n);
+
+static int deriv_vjp(struct lc_node *n, struct lc_node *cot, deriv_fn d, struct lc_node **out) {
+  out[0] = mul_(ref(cot), take1(lc_conjugate, d(n)));
+  return !out[0];
+}
+static int deriv_jvp(struct lc_node *n, struct lc_node *tan, deriv_fn d, struct lc_node **out) {
+  out[0] = mul_(ref(tan), d(n));
+  return !out[0];
+}
+#define DERIV_RULES(NAME)                                                                   \
+  static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
+                        int nargs, struct lc_node **out) {                                  \
+    (void)argnums, (void)nargs;                                                             \
+    return deriv_vjp(n, cot[0], NAME##_deriv, out);                                         \
+  }                                                                                         \
+  static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
+    return deriv_jvp(n, tan[0], NAME##_deriv, out);                                         \
+  }
+DERIV_RULES(sqrt)
+DERIV_RULES(rsqrt)
+DERIV_RULES(exp)
+DERIV_RULES(expm1)
+DERIV_RULES(log)
+DERIV_RULES(log2)
+DERIV_RULES(log10)
+DERIV_RULES(log1p)
+DERIV_RULES(sin)
+DERIV_RULES(cos)
+DERIV_RULES(tan)
+DERIV_RULES(arcsin)
+DERIV_RULES(arccos)
+DERIV_RULES(arctan)
+DERIV_RULES(sinh)
+DERIV_RULES(cosh)
+DERIV_RULES(tanh)
+DERIV_RULES(arcsinh)
+DERIV_RULES(arccosh)
+DERIV_RULES(arctanh)
+DERIV_RULES(sigmoid)
+DERIV_RULES(erf)
+DERIV_RULES(erfinv)
+DERIV_RULES(square)
+
+/* |x|: vjp cot * sign(x) (for complex x, sign(x) = x/|x| is already the
+ * gradient of |x|, so no conj); jvp Re(tan * conj(sign(x))), which is
+ * tan * sign(x) for real x. */
+static int abs_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                   struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  out[0] = mul_(ref(cot[0]), lc_sign(X));
+  return !out[0];
+}
+static int abs_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  out[0] = take1(lc_real, mul_(ref(tan[0]), take1(lc_conjugate, lc_sign(X))));
+  return !out[0];
+}
+
+/* Linear ops: the rule is the op itself (conjugate and its vjp commute). */
+#define LINEAR_RULES(NAME, F)                                                               \
+  static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
+                        int nargs, struct lc_node **out) {                                  \
+    (void)n, (void)argnums, (void)nargs;                                                    \
+    return !(out[0] = F(cot[0]));                                                           \
+  }                                                                                         \
+  static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
+    (void)n;                                                                                \
+    return !(out[0] = F(tan[0]));                                                           \
+  }
+LINEAR_RULES(negative, lc_negative)
+LINEAR_RULES(conjugate, lc_conjugate)
+LINEAR_RULES(ew_copy, ref)
+
+/* real: the cotangent becomes the real part of a complex one; imag: the
+ * imaginary part (cot * i). Their jvps take the part of the tangent. */
+static int real_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = lc_astype(cot[0], X->dtype));
+}
+static int imag_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const lc_c64 i = I;
+  out[0] = mul_(lc_node_new_data(MLX_COMPLEX64, 0, NULL, &i), ref(cot[0]));
+  return !out[0];
+}
+static int real_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n;
+  return !(out[0] = lc_real(tan[0]));
+}
+static int imag_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n;
+  return !(out[0] = lc_imag(tan[0]));
+}
+
+/* nan_to_num: the identity where x is finite, a constant elsewhere. */
+static struct lc_node *where_finite(struct lc_node *x, struct lc_node *v) {
+  struct lc_node *f = lc_isfinite(x), *z = f ? kst(v, 0) : NULL;
+  struct lc_node *r = z ? lc_where(f, v, z) : NULL;
+  lc_node_release(f);
+  lc_node_release(z);
+  return r;
+}
+static int nan_to_num_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                          int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = where_finite(X, cot[0]));
+}
+static int nan_to_num_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = where_finite(X, tan[0]));
+}
+#undef X
+
+/* Piecewise constant outputs: zero cotangents and tangents. */
+static int zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  return 0;
+}
+static int zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = NULL;
+  return 0;
+}
+
+/* Ops MLX does not differentiate. */
+static int nondiff_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)cot, (void)argnums, (void)nargs, (void)out;
+  return lc_error("vjp: %s is not differentiable", lc_prim_of(n)->name);
+}
+static int nondiff_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)tan, (void)out;
+  return lc_error("jvp: %s is not differentiable", lc_prim_of(n)->name);
+}
+
+/* An elementwise row with the given rules. */
+#define PRIM(NAME, VJP, JVP)                                                                \
+  const struct lc_prim lc_prim_##NAME = {.name = #NAME,                                     \
+                                         .flags = LC_PF_ELEMWISE,                           \
+                                         .eval_cpu = lc_ew_eval_cpu,                        \
+                                         .ew = NAME##_kernel,                               \
+                                         .vjp = VJP,                                        \
+                                         .jvp = JVP,                                        \
+                                         .vmap = lc_rule_vmap_elementwise};
+#define PRIM_RULES(NAME) PRIM(NAME, NAME##_vjp, NAME##_jvp)
+#define PRIM_ZERO(NAME) PRIM(NAME, zero_vjp, zero_jvp)
+#define PRIM_NONDIFF(NAME) PRIM(NAME, nondiff_vjp, nondiff_jvp)
+
+PRIM_RULES(abs)
+PRIM_RULES(negative)
+PRIM_ZERO(sign)
+PRIM_RULES(square)
+PRIM_RULES(sqrt)
+PRIM_RULES(rsqrt)
+PRIM_RULES(exp)
+PRIM_RULES(expm1)
+PRIM_RULES(log)
+PRIM_RULES(log1p)
+PRIM_RULES(log2)
+PRIM_RULES(log10)
+PRIM_RULES(sin)
+PRIM_RULES(cos)
+PRIM_RULES(tan)
+PRIM_RULES(arcsin)
+PRIM_RULES(arccos)
+PRIM_RULES(arctan)
+PRIM_RULES(sinh)
+PRIM_RULES(cosh)
+PRIM_RULES(tanh)
+PRIM_RULES(arcsinh)
+PRIM_RULES(arccosh)
+PRIM_RULES(arctanh)
+PRIM_RULES(sigmoid)
+PRIM_RULES(erf)
+PRIM_RULES(erfinv)
+PRIM_ZERO(floor)
+PRIM_ZERO(ceil)
+PRIM_ZERO(round)
+PRIM_ZERO(logical_not)
+PRIM_NONDIFF(bitwise_invert)
+PRIM_RULES(conjugate)
+PRIM_RULES(real)
+PRIM_RULES(imag)
 
 /* ---- copy: any dtype, by element size ---- */
 
@@ -343,8 +585,8 @@ static void copy_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *cons
   }
   (void)in_dt;
 }
-const struct lc_prim lc_prim_ew_copy = {
-    .name = "ew_copy", .flags = LC_PF_ELEMWISE, .eval_cpu = lc_ew_eval_cpu, .ew = copy_kernel};
+#define ew_copy_kernel copy_kernel
+PRIM_RULES(ew_copy)
 
 /* ---- nan_to_num ---- */
 
@@ -377,7 +619,7 @@ static void nan_to_num_kernel(int64_t n, void *out, mlx_dtype out_dt, const void
   default: break;
   }
 }
-PRIM(nan_to_num)
+PRIM_RULES(nan_to_num)
 
 /* ---- fp8 (e4m3: 4 exponent bits, bias 7, 3 mantissa bits), as MLX ----
  * to_fp8 rounds to nearest even; magnitudes >= 480, infinities and NaN
@@ -405,7 +647,7 @@ static inline float from_fp8(uint8_t u) {
 #define TOFP8_F(v, C) to_fp8((float)(v))
 LC_LOOPS_FLOAT_TO(U, to_fp8, uint8_t, TOFP8_F, TOFP8_F)
 LC_KERNEL(to_fp8, LC_CASES_FLOAT(LC_UCASE, to_fp8))
-PRIM(to_fp8)
+PRIM_NONDIFF(to_fp8)
 
 #define FROMFP8_F(v, C) from_fp8(v)
 U(LC_EW_HOT, from_fp8_f32, uint8_t, uint8_t, float, LC_ID, LC_ID, FROMFP8_F)
@@ -425,7 +667,7 @@ static void from_fp8_kernel(int64_t n, void *out, mlx_dtype out_dt, const void *
   default: break;
   }
 }
-PRIM(from_fp8)
+PRIM_NONDIFF(from_fp8)
 
 /* ---- views ---- */
 
@@ -433,8 +675,20 @@ static int stop_gradient_eval(struct lc_node *n) {
   lc_node_set_view(n, n->in[0], n->in[0]->strides, n->in[0]->offset);
   return 0;
 }
-const struct lc_prim lc_prim_stop_gradient = {
-    .name = "stop_gradient", .flags = LC_PF_VIEW, .eval_cpu = stop_gradient_eval};
+/* The engines stop at stop_gradient; its zero rules say the same. Under
+ * vmap it stays a stop_gradient (same shape, so the batch axis stays). */
+static int stop_gradient_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                              struct lc_node **out, int *out_ax) {
+  (void)n;
+  out_ax[0] = ax[0];
+  return !(out[0] = lc_stop_gradient(in[0]));
+}
+const struct lc_prim lc_prim_stop_gradient = {.name = "stop_gradient",
+                                              .flags = LC_PF_VIEW,
+                                              .eval_cpu = stop_gradient_eval,
+                                              .vjp = zero_vjp,
+                                              .jvp = zero_jvp,
+                                              .vmap = stop_gradient_vmap};
 
 /* Bitcast: shares the input's buffer when it is row-major contiguous at a
  * suitably aligned offset, else copies its bytes into a fresh buffer. */
@@ -451,7 +705,21 @@ static int view_eval(struct lc_node *n) {
   lc_node_copy_out(a, n->buf->data);
   return 0;
 }
-const struct lc_prim lc_prim_view = {.name = "view", .eval_cpu = view_eval};
+/* The view rescales the last axis, so the batch axis goes first (the
+ * per-example bytes stay together in row-major order). */
+static int view_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  out[0] = x ? lc_view(x, n->dtype) : NULL;
+  lc_node_release(x);
+  out_ax[0] = 0;
+  return !out[0];
+}
+const struct lc_prim lc_prim_view = {.name = "view",
+                                     .eval_cpu = view_eval,
+                                     .vjp = nondiff_vjp,
+                                     .jvp = nondiff_jvp,
+                                     .vmap = view_vmap};
 
 /* ---- builders ---- */
 

@@ -9,15 +9,19 @@
 #include "ops/shape.h"
 #include "transforms/transforms.h"
 
+/* Two sums, no reshape (reductions replay shapelessly; a reshape to a
+ * traced shape would not): extent-1 axes with keepdims, then the leading
+ * axes without. */
 struct lc_node *lc_rule_unbroadcast(struct lc_node *cot, int ndim, const int *shape) {
   if (lc_shape_equal(cot->ndim, cot->shape, ndim, shape)) return lc_node_retain(cot);
   int lead = cot->ndim - ndim;
-  int axes[cot->ndim > 0 ? cot->ndim : 1], na = 0;
-  for (int d = 0; d < cot->ndim; d++)
-    if (d < lead || (shape[d - lead] == 1 && cot->shape[d] != 1)) axes[na++] = d;
-  struct lc_node *s = lc_sum(cot, axes, na, true);
-  if (!s) return NULL;
-  struct lc_node *r = lc_reshape(s, ndim, shape);
+  int keep[cot->ndim > 0 ? cot->ndim : 1], nk = 0, drop[lead > 0 ? lead : 1];
+  for (int d = lead; d < cot->ndim; d++)
+    if (shape[d - lead] == 1 && cot->shape[d] != 1) keep[nk++] = d;
+  for (int d = 0; d < lead; d++) drop[d] = d;
+  struct lc_node *s = nk ? lc_sum(cot, keep, nk, true) : lc_node_retain(cot);
+  if (!s || !lead) return s;
+  struct lc_node *r = lc_sum(s, drop, lead, false);
   lc_node_release(s);
   return r;
 }
