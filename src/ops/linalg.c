@@ -927,9 +927,11 @@ out:
  *
  * A matmul node is out[b] = alpha * A[b] @ B[b] (+ beta * C) with A's and
  * B's dimensions after the nb batch dimensions grouped into (M, K) and
- * (K, N). The rules view every operand as such a batch of matrices
- * (reshapes), so the same code covers matmul, addmm, tensordot, inner and
- * outer nodes. */
+ * (K, N). The rules are matmul nodes over such groups again (the other
+ * operand's two groups permuted), so the same code covers matmul, addmm,
+ * tensordot, inner and outer nodes. gather_mm scatters its per-index
+ * products back (MLX's GatherMM::vjp); segmented_mm masks the contraction
+ * per segment. */
 
 static const struct matmul_params *mm_params(const struct lc_node *n) { return n->params; }
 

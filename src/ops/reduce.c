@@ -11,6 +11,7 @@
 #include "ops/elementwise.h"
 #include "ops/prim.h"
 #include "ops/reduce_math.h"
+#include "ops/size.h"
 #include "ops/binary.h"
 #include "ops/index.h"
 #include "ops/scan.h"
@@ -548,17 +549,23 @@ static struct lc_node *var_grad(struct lc_node *n, struct lc_node *x, const int 
   struct scope sc = {.n = 0};
   struct lc_node *mu, *d, *dc, *s, *g = NULL, *o, *okd;
   const int *axes = p + 3;
-  double den = (double)reduced_count(x, p) - p[1];
-  den = den > 0 ? den : 0;
+  struct lc_node *cnt, *dd, *zero, *den, *num;
   TRY(mu, lc_mean(x, axes, p[2], true));
   TRY(d, lc_subtract(x, mu));
   TRY(dc, lc_conjugate(d));
+  /* max(N - ddof, 0) from the shape at evaluation (shapeless replay) */
+  mlx_dtype rt = dc->dtype == MLX_COMPLEX64 ? MLX_FLOAT32 : dc->dtype;
+  TRY(cnt, lc_number_of_elements(x, axes, p[2], false, rt));
+  TRY(dd, lc_node_new_scalar(rt, (double)p[1]));
+  TRY(zero, lc_node_new_scalar(rt, 0.0));
+  TRY(num, lc_subtract(cnt, dd));
+  TRY(den, lc_maximum(num, zero));
   if (p[0] == LC_RED_VAR) {
-    TRY(s, lc_scalar_for(dc, 2.0 / den));
-    TRY(g, lc_multiply(dc, s));
+    TRY(s, lc_scalar_for(dc, 2.0));
+    TRY(o, lc_divide(s, den));
+    TRY(g, lc_multiply(dc, o));
   } else {
-    TRY(s, lc_scalar_for(dc, 1.0 / den));
-    TRY(o, lc_multiply(dc, s));
+    TRY(o, lc_divide(dc, den));
     TRY(okd, lc_reshape(n, x->ndim, kd));
     TRY(g, lc_divide(o, okd));
   }
@@ -582,7 +589,7 @@ static int reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
   switch (p[0]) {
   case LC_RED_SUM: TRY(g, lc_broadcast_to(c, x->ndim, x->shape)); break;
   case LC_RED_MEAN:
-    TRY(t, lc_scalar_for(c, 1.0 / (double)reduced_count(x, p)));
+    TRY(t, lc_number_of_elements(x, p + 3, p[2], true, c->dtype)); /* 1/N at evaluation */
     TRY(u, lc_multiply(c, t));
     TRY(g, lc_broadcast_to(u, x->ndim, x->shape));
     break;

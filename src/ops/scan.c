@@ -5,6 +5,7 @@
  * memory access sequential either way. */
 #include "ops/scan.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,13 @@
 #include "ops/prim.h"
 #include "ops/reduce_math.h"
 #include "ops/reduce_plan.h"
+#include "ops/binary.h"
+#include "ops/creation.h"
+#include "ops/index.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+#include "transforms/transforms.h"
 
 #define SCAN_BLOCK 256
 
@@ -241,4 +249,242 @@ static int scan_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_scan = {.name = "scan", .eval_cpu = scan_eval};
+
+/* ---- transformation rules ----
+ * Notation: a scan combines, at position k, the elements of its window
+ * W(k) along the axis (j <= k, or j < k when exclusive; mirrored when
+ * reversed). The transpose of a cumsum is the cumsum in the other
+ * direction with the same inclusivity. Intermediate nodes go into a small
+ * scope released at the end of each rule. */
+
+#define SCOPE_CAP 32
+struct scope {
+  struct lc_node *v[SCOPE_CAP];
+  int n;
+};
+/* Records x (NULL passes through) to be released with the scope. */
+static struct lc_node *keep(struct scope *s, struct lc_node *x) {
+  if (x && s->n < SCOPE_CAP) s->v[s->n++] = x;
+  return x;
+}
+/* Releases the scope; *out receives final retained (or NULL). 1 when
+ * final is NULL (a builder failed and reported). */
+static int scope_end(struct scope *s, struct lc_node *final, struct lc_node **out) {
+  *out = final ? lc_node_retain(final) : NULL;
+  lc_rule_release(s->v, s->n);
+  return final == NULL;
+}
+#define TRY(var, expr)                           \
+  do {                                           \
+    if (!((var) = keep(&sc, (expr)))) goto done; \
+  } while (0)
+
+/* The dtype's lowest finite value (MLX's finfo.min), standing for log 0
+ * in the log-domain split of logcumsumexp's rules. */
+static double lowest_finite(mlx_dtype t) {
+  switch (t) {
+  case MLX_FLOAT16: return -65504.0;
+  case MLX_BFLOAT16: return -3.3895313892515355e38;
+  case MLX_FLOAT32: return -FLT_MAX;
+  default: return -DBL_MAX;
+  }
+}
+
+/* For each position of the scan's output whose value comes from an input
+ * element, the index along the axis of that element (the latest one in
+ * scan order among ties): where the input equals the inclusive running
+ * extreme, a running max (min when reversed) of the index. Exclusive scans
+ * use the input without its last element in scan order against the output
+ * without its first (which holds the identity), so the result is one
+ * shorter along the axis. Index values are uint32, cut from the gradient. */
+static struct lc_node *extreme_owner(struct lc_node *n, int axis, bool rev, bool incl) {
+  struct scope sc = {.n = 0};
+  struct lc_node *x = n->in[0], *xw = x, *ew = n, *io, *iota, *fill, *eq, *m, *own, *u32,
+                 *r = NULL;
+  int L = x->shape[axis], lo = incl || !rev ? 0 : 1, hi = incl || rev ? L : L - 1;
+  int ish[x->ndim];
+  for (int d = 0; d < x->ndim; d++) ish[d] = d == axis ? hi - lo : 1;
+  if (!incl) {
+    TRY(xw, lc_slice_axis(x, axis, lo, hi));
+    TRY(ew, lc_slice_axis(n, axis, rev ? 0 : 1, rev ? L - 1 : L));
+  }
+  TRY(io, lc_arange(lo, hi, 1, MLX_INT32));
+  TRY(iota, lc_reshape(io, x->ndim, ish));
+  TRY(fill, lc_node_new_scalar(MLX_INT32, rev ? L : -1));
+  TRY(eq, lc_equal(xw, ew));
+  TRY(m, lc_where(eq, iota, fill));
+  TRY(own, rev ? lc_cummin(m, axis, true, true) : lc_cummax(m, axis, false, true));
+  TRY(u32, lc_astype(own, MLX_UINT32));
+  TRY(r, lc_stop_gradient(u32));
+done:;
+  struct lc_node *o;
+  scope_end(&sc, r, &o);
+  return o;
+}
+
+/* cumprod's masks: *eqz where the inclusive product is zero, *first at
+ * the first zero of each line (inclusive zero, exclusive not), *c1 the
+ * scan of x with that first zero replaced by one. Scope-owned. */
+static int prod_zero_parts(struct scope *s, struct lc_node *n, const int *p, struct lc_node **eqz,
+                           struct lc_node **first, struct lc_node **c1) {
+  struct lc_node *x = n->in[0];
+  int axis = p[1];
+  bool rev = p[2], incl = p[3];
+  struct lc_node *other = keep(s, lc_cumprod(x, axis, rev, !incl));
+  struct lc_node *inc = incl ? n : other, *exc = incl ? other : n;
+  struct lc_node *z = other ? keep(s, lc_node_new_scalar(x->dtype, 0)) : NULL;
+  struct lc_node *one = z ? keep(s, lc_node_new_scalar(x->dtype, 1)) : NULL;
+  struct lc_node *nz = one ? keep(s, lc_not_equal(exc, z)) : NULL;
+  *eqz = nz ? keep(s, lc_equal(inc, z)) : NULL;
+  *first = *eqz ? keep(s, lc_logical_and(*eqz, nz)) : NULL;
+  struct lc_node *x1 = *first ? keep(s, lc_where(*first, one, x)) : NULL;
+  *c1 = x1 ? keep(s, lc_cumprod(x1, axis, rev, incl)) : NULL;
+  return *c1 == NULL;
+}
+
+static int scan_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                    int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  const int *p = n->params;
+  int axis = p[1];
+  bool rev = p[2], incl = p[3];
+  struct lc_node *x = n->in[0], *c = cot[0], *g = NULL;
+  if (x->size == 0 || (!incl && x->shape[axis] < 2)) return 0; /* nothing depends on x */
+  struct scope sc = {.n = 0};
+  struct lc_node *a, *b, *d, *e, *f, *h, *k;
+  switch (p[0]) {
+  case LC_SCAN_SUM: TRY(g, lc_cumsum(c, axis, !rev, incl)); break;
+  case LC_SCAN_PROD: {
+    /* before the first zero: sum over later outputs of c_k y_k / x_j; at
+     * it: the same with that zero replaced by one; after it: zero */
+    struct lc_node *eqz, *first, *c1;
+    if (prod_zero_parts(&sc, n, p, &eqz, &first, &c1)) goto done;
+    TRY(a, lc_multiply(c1, c));
+    TRY(b, lc_cumsum(a, axis, !rev, incl));
+    TRY(d, lc_multiply(n, c));
+    TRY(e, lc_cumsum(d, axis, !rev, incl));
+    TRY(f, lc_divide(e, x));
+    TRY(h, lc_zeros_like(f));
+    TRY(k, lc_where(eqz, h, f));
+    TRY(g, lc_where(first, b, k));
+    break;
+  }
+  case LC_SCAN_MAX:
+  case LC_SCAN_MIN: /* each cotangent goes to the element holding the extreme */
+    TRY(a, extreme_owner(n, axis, rev, incl));
+    if (!incl) {
+      int L = x->shape[axis];
+      TRY(c, lc_slice_axis(c, axis, rev ? 0 : 1, rev ? L - 1 : L));
+    }
+    TRY(b, lc_zeros_like(x));
+    TRY(g, lc_scatter_axis(b, a, c, axis, LC_SCATTER_ADD));
+    break;
+  case LC_SCAN_LOGADDEXP: {
+    /* g_j = sum over later k of c_k exp(x_j - y_k), with c split by sign
+     * so that each part is an exp of a logcumsumexp */
+    struct lc_node *zero, *low, *la, *part[2];
+    TRY(zero, lc_node_new_scalar(c->dtype, 0));
+    TRY(low, lc_node_new_scalar(c->dtype, lowest_finite(c->dtype)));
+    TRY(a, lc_abs(c));
+    TRY(la, lc_log(a));
+    for (int sgn = 0; sgn < 2; sgn++) {
+      TRY(b, sgn ? lc_less(c, zero) : lc_greater(c, zero));
+      TRY(d, lc_where(b, la, low));
+      TRY(e, lc_subtract(d, n));
+      TRY(f, lc_logcumsumexp(e, axis, !rev, incl));
+      TRY(h, lc_add(f, x));
+      TRY(part[sgn], lc_exp(h));
+    }
+    TRY(g, lc_subtract(part[0], part[1]));
+    break;
+  }
+  default: break;
+  }
+done:
+  return scope_end(&sc, g, out);
+}
+
+/* jvp: MLX has it for cumsum only; the others follow from the same
+ * decompositions as their vjps. */
+static int scan_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  const int *p = n->params;
+  int axis = p[1];
+  bool rev = p[2], incl = p[3];
+  struct lc_node *x = n->in[0], *t = tan[0], *g = NULL;
+  if (x->size == 0 || (!incl && x->shape[axis] < 2)) return 0;
+  struct scope sc = {.n = 0};
+  struct lc_node *a, *b, *d, *e, *f, *h, *k;
+  switch (p[0]) {
+  case LC_SCAN_SUM: TRY(g, lc_cumsum(t, axis, rev, incl)); break;
+  case LC_SCAN_PROD: {
+    /* windows without a zero: y_k * scan-sum of t/x; windows with one
+     * (y_k == 0): t at the first zero times the product of the others */
+    struct lc_node *eqz, *first, *c1, *zero;
+    if (prod_zero_parts(&sc, n, p, &eqz, &first, &c1)) goto done;
+    TRY(zero, lc_zeros_like(t));
+    TRY(a, lc_where(first, t, zero));
+    TRY(b, lc_sum(a, &axis, 1, true));
+    TRY(d, lc_multiply(b, c1));
+    TRY(e, lc_divide(t, x));
+    TRY(f, lc_cumsum(e, axis, rev, incl));
+    TRY(h, lc_multiply(n, f));
+    TRY(k, lc_equal(n, zero));
+    TRY(g, lc_where(k, d, h));
+    break;
+  }
+  case LC_SCAN_MAX:
+  case LC_SCAN_MIN: /* the tangent of the element holding the extreme */
+    TRY(a, extreme_owner(n, axis, rev, incl));
+    TRY(b, lc_take_along_axis(t, a, axis));
+    if (incl) {
+      g = b;
+    } else { /* the identity position has a zero tangent */
+      int lo = rev ? 0 : 1, hi = rev ? 1 : 0;
+      TRY(g, lc_pad(b, 1, &axis, &lo, &hi, NULL, LC_PAD_CONSTANT));
+    }
+    break;
+  case LC_SCAN_LOGADDEXP: {
+    /* dy_k = sum over W(k) of t_j exp(x_j - y_k), t split by sign; an
+     * output at -inf (the exclusive identity) has a zero tangent */
+    struct lc_node *zero, *low, *la, *part[2];
+    TRY(zero, lc_node_new_scalar(t->dtype, 0));
+    TRY(low, lc_node_new_scalar(t->dtype, lowest_finite(t->dtype)));
+    TRY(a, lc_abs(t));
+    TRY(la, lc_log(a));
+    for (int sgn = 0; sgn < 2; sgn++) {
+      TRY(b, sgn ? lc_less(t, zero) : lc_greater(t, zero));
+      TRY(d, lc_where(b, la, low));
+      TRY(e, lc_add(d, x));
+      TRY(f, lc_logcumsumexp(e, axis, rev, incl));
+      TRY(h, lc_subtract(f, n));
+      TRY(part[sgn], lc_exp(h));
+    }
+    TRY(a, lc_subtract(part[0], part[1]));
+    TRY(b, lc_isneginf(n));
+    TRY(d, lc_zeros_like(a));
+    TRY(g, lc_where(b, d, a));
+    break;
+  }
+  default: break;
+  }
+done:
+  return scope_end(&sc, g, out);
+}
+
+/* Batch axis first, scan axis shifted past it. */
+static int scan_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const int *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  out[0] = lc_scan(kind_names[p[0]], p[0], x, p[1] + 1, p[2], p[3]);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_scan = {.name = "scan",
+                                     .eval_cpu = scan_eval,
+                                     .vjp = scan_vjp,
+                                     .jvp = scan_jvp,
+                                     .vmap = scan_vmap};

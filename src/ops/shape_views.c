@@ -184,12 +184,22 @@ static int transpose_vmap(struct lc_node *n, struct lc_node *const *in, const in
   return !out[0];
 }
 
+/* Shapeless replay: the input's extents, permuted. */
+static int transpose_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                           int *shape) {
+  const int *perm = params;
+  if (nin != 1 || in[0]->ndim != ndim) return 1;
+  for (int i = 0; i < ndim; i++) shape[i] = in[0]->shape[perm[i]];
+  return 0;
+}
+
 const struct lc_prim lc_prim_transpose = {.name = "transpose",
                                           .flags = LC_PF_VIEW,
                                           .eval_cpu = transpose_eval,
                                           .vjp = transpose_vjp,
                                           .jvp = view_jvp,
-                                          .vmap = transpose_vmap};
+                                          .vmap = transpose_vmap,
+                                          .output_shape = transpose_shape};
 
 static struct lc_node *transpose_impl(const char *fn, struct lc_node *a, const int *perm) {
   int nd = a->ndim;

@@ -20,10 +20,12 @@
 #include "core/parallel.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
+#include "ops/binary.h"
 #include "ops/prim.h"
 #include "ops/reduce.h"
 #include "ops/reduce_math.h"
 #include "ops/reduce_plan.h"
+#include "transforms/transforms.h"
 
 enum { PH_MAX, PH_EXP, PH_SCALE };
 
@@ -346,7 +348,50 @@ static int softmax_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_softmax = {.name = "softmax", .eval_cpu = softmax_eval};
+/* ---- transformation rules ----
+ * With s = softmax(x) over the axes, both the vjp and the jvp are the
+ * same self-adjoint map v -> s * v - s * sum(s * v, axes) (keepdims). */
+static struct lc_node *softmax_linear(struct lc_node *n, struct lc_node *v) {
+  const int *p = n->params;
+  struct lc_node *sv = lc_multiply(n, v);
+  struct lc_node *t = sv ? lc_sum(sv, p + 2, p[1], true) : NULL;
+  struct lc_node *st = t ? lc_multiply(n, t) : NULL;
+  struct lc_node *r = st ? lc_subtract(sv, st) : NULL;
+  lc_node_release(sv);
+  lc_node_release(t);
+  lc_node_release(st);
+  return r;
+}
+
+static int softmax_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
+                       int nargs, struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  return !(out[0] = softmax_linear(n, cot[0]));
+}
+
+static int softmax_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  return !(out[0] = softmax_linear(n, tan[0]));
+}
+
+/* Batch axis first, softmax axes shifted past it. */
+static int softmax_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                        struct lc_node **out, int *out_ax) {
+  const int *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
+  if (!x) return 1;
+  int axes[p[1] > 0 ? p[1] : 1];
+  for (int i = 0; i < p[1]; i++) axes[i] = p[2 + i] + 1;
+  out[0] = lc_softmax_fn("softmax", x, axes, p[1], p[0]);
+  lc_node_release(x);
+  *out_ax = 0;
+  return !out[0];
+}
+
+const struct lc_prim lc_prim_softmax = {.name = "softmax",
+                                        .eval_cpu = softmax_eval,
+                                        .vjp = softmax_vjp,
+                                        .jvp = softmax_jvp,
+                                        .vmap = softmax_vmap};
 
 struct lc_node *lc_softmax_fn(const char *fn, struct lc_node *a, const int *axes, int naxes,
                               bool precise) {

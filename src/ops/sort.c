@@ -15,7 +15,12 @@
 #include "core/parallel.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/prim.h"
+#include "ops/creation.h"
+#include "ops/index.h"
 #include "ops/reduce_plan.h"
+#include "ops/shape.h"
+#include "ops/unary.h"
+#include "transforms/transforms.h"
 
 enum { M_SORT, M_ARGSORT, M_PARTITION, M_ARGPARTITION, M_TOPK };
 
@@ -236,7 +241,17 @@ static int sort_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_sort = {.name = "sort", .eval_cpu = sort_eval};
+static int sort_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out);
+static int sort_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+static int sort_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax);
+
+const struct lc_prim lc_prim_sort = {.name = "sort",
+                                     .eval_cpu = sort_eval,
+                                     .vjp = sort_vjp,
+                                     .jvp = sort_jvp,
+                                     .vmap = sort_vmap};
 
 /* ---- builders ---- */
 
@@ -305,4 +320,95 @@ struct lc_node *lc_argpartition(struct lc_node *a, int kth, int axis) {
 }
 struct lc_node *lc_topk(struct lc_node *a, int k, int axis) {
   return sort_new(M_TOPK, a, axis, k);
+}
+
+/* ---- transformation rules ----
+ * sort, partition and topk pick input elements along the axis by an index
+ * permutation that is locally constant in the input (the arg variant of
+ * the same order; topk's are argsort's last k, its output being
+ * ascending): the jvp gathers the tangent through it, the vjp scatters the
+ * cotangent back (MLX). Index outputs get no cotangent or tangent. */
+
+/* The input seen along the sorting axis (flattened for LC_SORT_FLAT: the
+ * axis is then 0); new reference. */
+static struct lc_node *sort_operand(struct lc_node *n, struct lc_node *a, int *axis) {
+  const int *p = n->params;
+  *axis = p[1] < 0 ? 0 : p[1];
+  if (p[1] >= 0) return lc_node_retain(a);
+  int size = (int)n->in[0]->size;
+  return lc_reshape(a, 1, &size);
+}
+
+/* Indices along the axis of xa (sort_operand of the input) of the
+ * elements making n's output, cut from the gradient. */
+static struct lc_node *sort_perm(struct lc_node *n, struct lc_node *xa, int axis) {
+  const int *p = n->params;
+  struct lc_node *i = p[0] == M_PARTITION ? lc_argpartition(xa, p[2], axis) : lc_argsort(xa, axis);
+  if (i && p[0] == M_TOPK) {
+    int L = xa->shape[axis];
+    struct lc_node *t = lc_slice_axis(i, axis, L - p[2], L);
+    lc_node_release(i);
+    i = t;
+  }
+  struct lc_node *r = i ? lc_stop_gradient(i) : NULL;
+  lc_node_release(i);
+  return r;
+}
+
+static bool sort_gives_indices(const struct lc_node *n) {
+  const int *p = n->params;
+  return p[0] == M_ARGSORT || p[0] == M_ARGPARTITION;
+}
+
+static int sort_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                    struct lc_node **out) {
+  (void)argnums, (void)nargs;
+  struct lc_node *x = n->in[0];
+  if (sort_gives_indices(n) || n->size == 0) return 0;
+  int axis;
+  struct lc_node *xa = sort_operand(n, x, &axis);
+  struct lc_node *idx = xa ? sort_perm(n, xa, axis) : NULL;
+  struct lc_node *z = idx ? lc_zeros_like(xa) : NULL;
+  struct lc_node *g = z ? lc_scatter_axis(z, idx, cot[0], axis, LC_SCATTER_ADD) : NULL;
+  out[0] = g ? lc_reshape(g, x->ndim, x->shape) : NULL;
+  lc_node_release(xa);
+  lc_node_release(idx);
+  lc_node_release(z);
+  lc_node_release(g);
+  return !out[0];
+}
+
+static int sort_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  if (sort_gives_indices(n) || n->size == 0) return 0;
+  int axis;
+  struct lc_node *xa = sort_operand(n, n->in[0], &axis);
+  struct lc_node *idx = xa ? sort_perm(n, xa, axis) : NULL;
+  struct lc_node *ta = idx ? sort_operand(n, tan[0], &axis) : NULL;
+  out[0] = ta ? lc_take_along_axis(ta, idx, axis) : NULL;
+  lc_node_release(xa);
+  lc_node_release(idx);
+  lc_node_release(ta);
+  return !out[0];
+}
+
+/* Batch axis first: the sorting axis shifts by one; a flat sort sorts
+ * each example flattened. */
+static int sort_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                     struct lc_node **out, int *out_ax) {
+  const int *p = n->params;
+  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false), *xb = NULL;
+  if (!x) return 1;
+  int axis = p[1] + 1;
+  if (p[1] < 0) {
+    int sh[2] = {x->shape[0], (int)n->in[0]->size};
+    xb = lc_reshape(x, 2, sh);
+    axis = 1;
+  } else {
+    xb = lc_node_retain(x);
+  }
+  out[0] = xb ? sort_new(p[0], xb, axis, p[2]) : NULL;
+  lc_node_release(x);
+  lc_node_release(xb);
+  *out_ax = 0;
+  return !out[0];
 }

@@ -39,11 +39,64 @@ static void check_all(const char *name, tx_fn f, void *ctx, const struct case_sh
   }
   for (int s = 0; s < (c->n > 1 ? 3 : 2); s++) {
     for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], sets[s][i], 3, -1, 1);
-    char nm[160];
-    snprintf(nm, sizeof nm, "%s vmap set %d", name, s);
+    char nm[256];
+    snprintf(nm, sizeof nm, "%.200s vmap set %d", name, s);
     tx_check_vmap(nm, f, ctx, c->n, in, sets[s], 1e-9);
     for (int i = 0; i < c->n; i++) mlx_array_free(in[i]);
   }
+}
+
+/* ---- second order: g(x) = J(x)^T f(x) (the gradient of |f|^2 / 2) with
+ * respect to input `which`, through mlx_vjp inside the function, so the
+ * rules' own results are differentiated and vmapped ---- */
+
+struct second_ctx {
+  tx_fn f;
+  void *ctx;
+  int which;
+};
+
+static int f_second(mlx_array *out, const mlx_array *in, int n, void *ctx) {
+  struct second_ctx *c = ctx;
+  mlx_closure cls = tx_closure(c->f, c->ctx);
+  mlx_array y = mlx_array_new(), g = mlx_array_new();
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new(), cot;
+  int rc = c->f(&y, in, n, c->ctx);
+  cot = mlx_vector_array_new_value(y);
+  rc = rc || mlx_vjp(&r0, &r1, cls, prim, cot) ||
+       mlx_vector_array_get(&g, r1, (size_t)c->which) || mlx_array_set(out, g);
+  mlx_array_free(y);
+  mlx_array_free(g);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_vector_array_free(cot);
+  mlx_closure_free(cls);
+  return rc;
+}
+
+/* second-order checks of f for each input (with_vmap: also vmap of the
+ * gradient function) */
+static void check_second_opt(const char *name, tx_fn f, void *ctx, const struct case_shapes *c,
+                             bool with_vmap) {
+  for (int w = 0; w < c->n; w++) {
+    struct second_ctx sc = {f, ctx, w};
+    char nm[160];
+    snprintf(nm, sizeof nm, "%.120s second order d%d", name, w);
+    if (with_vmap) {
+      check_all(nm, f_second, &sc, c, 1e-5);
+    } else {
+      mlx_array in[5];
+      for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
+      tx_check_grad(nm, f_second, &sc, c->n, in, 1e-5);
+      for (int i = 0; i < c->n; i++) mlx_array_free(in[i]);
+    }
+  }
+}
+
+static void check_second(const char *name, tx_fn f, void *ctx, const struct case_shapes *c) {
+  check_second_opt(name, f, ctx, c, true);
 }
 
 /* ---- convolution ---- */
@@ -107,6 +160,7 @@ static void conv_tests(void) {
     char nm[64];
     snprintf(nm, sizeof nm, "conv case %zu", i);
     check_all(nm, f_conv, &cases[i].c, &cases[i].s, 1e-6);
+    if (i == 0 || i == 5) check_second(nm, f_conv, &cases[i].c, &cases[i].s);
   }
   struct case_shapes ct = {2, {3, 3}, {{2, 4, 2}, {3, 3, 2}}};
   check_all("conv_transpose1d", f_conv_transpose1d, NULL, &ct, 1e-6);
@@ -145,6 +199,7 @@ static void norm_tests(void) {
       snprintf(nm, sizeof nm, "%s weight=%d bias=%d", layer ? "layer_norm" : "rms_norm", c.has_w,
                c.has_b);
       check_all(nm, f_norm, &c, &sh, 1e-6);
+      check_second(nm, f_norm, &c, &sh);
       /* transposed x; x batched along the normalised axis */
       c.transpose_x = 1;
       struct case_shapes tr = sh;
@@ -198,6 +253,7 @@ static void rope_tests(void) {
       char nm[64];
       snprintf(nm, sizeof nm, "rope traditional=%d variant %d", trad, variant);
       check_all(nm, f_rope, &c, &sh, 1e-6);
+      check_second(nm, f_rope, &c, &sh);
       /* per-batch offsets as an input, vmapped too */
       c.dynamic = 1;
       int xs[4] = {2, 1, 4, 8}, os = 2, bx[5] = {3, 2, 1, 4, 8}, bo[2] = {3, 2};
@@ -270,6 +326,10 @@ static void sdpa_tests(void) {
     char nm[64];
     snprintf(nm, sizeof nm, "sdpa case %zu", i);
     check_all(nm, f_sdpa, &cases[i].c, &cases[i].s, 1e-6);
+    /* The attention rules' results are built with softmax, whose rules are
+     * another family's: second order only on request until they exist. */
+    if (getenv("LACE_TX_SDPA_SECOND"))
+      check_second_opt(nm, f_sdpa, &cases[i].c, &cases[i].s, true);
     mlx_array_free(cases[i].c.mask);
   }
 }

@@ -47,6 +47,46 @@ static void check_all(const char *name, tx_fn f, void *ctx, const struct case_sh
   }
 }
 
+/* ---- second order: g(x) = J(x)^T f(x) (the gradient of |f|^2 / 2) with
+ * respect to input `which`, through mlx_vjp inside the function, so the
+ * rules' own results are differentiated and vmapped ---- */
+
+struct second_ctx {
+  tx_fn f;
+  void *ctx;
+  int which;
+};
+
+static int f_second(mlx_array *out, const mlx_array *in, int n, void *ctx) {
+  struct second_ctx *c = ctx;
+  mlx_closure cls = tx_closure(c->f, c->ctx);
+  mlx_array y = mlx_array_new(), g = mlx_array_new();
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new(), cot;
+  int rc = c->f(&y, in, n, c->ctx);
+  cot = mlx_vector_array_new_value(y);
+  rc = rc || mlx_vjp(&r0, &r1, cls, prim, cot) ||
+       mlx_vector_array_get(&g, r1, (size_t)c->which) || mlx_array_set(out, g);
+  mlx_array_free(y);
+  mlx_array_free(g);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_vector_array_free(cot);
+  mlx_closure_free(cls);
+  return rc;
+}
+
+/* second-order checks of f for each input */
+static void check_second(const char *name, tx_fn f, void *ctx, const struct case_shapes *c) {
+  for (int w = 0; w < c->n; w++) {
+    struct second_ctx sc = {f, ctx, w};
+    char nm[160];
+    snprintf(nm, sizeof nm, "%s second order d%d", name, w);
+    check_all(nm, f_second, &sc, c, 1e-5);
+  }
+}
+
 /* ---- functions under test ---- */
 
 static int f_matmul(mlx_array *out, const mlx_array *in, int n, void *ctx) {
@@ -151,6 +191,9 @@ int main(void) {
       {2, {3, 3}, {{2, 4, 1}, {2, 4, 5}}},
   };
   for (size_t i = 0; i < 2; i++) check_all("matmul views", f_matmul_views, NULL, &views[i], tol);
+  check_second("matmul", f_matmul, NULL, &mm[0]);
+  check_second("matmul vec", f_matmul, NULL, &mm[2]);
+  check_second("matmul batched", f_matmul, NULL, &mm[4]);
 
   struct addmm_ctx ac[] = {{1.0f, 1.0f}, {0.5f, -2.0f}, {2.0f, 0.0f}};
   struct case_shapes am[] = {
@@ -173,6 +216,7 @@ int main(void) {
   struct idx_ctx gc = {u32(lv, ls, 2), u32(rv, rs, 1)};
   struct case_shapes gm = {2, {3, 3}, {{3, 2, 4}, {2, 4, 3}}};
   check_all("gather_mm", f_gather_mm, &gc, &gm, tol);
+  check_second("gather_mm", f_gather_mm, &gc, &gm);
   mlx_array_free(gc.lhs);
   mlx_array_free(gc.rhs);
 
@@ -182,6 +226,7 @@ int main(void) {
   struct idx_ctx sc = {u32(sv, ss, 3), mlx_array_new()};
   struct case_shapes sm = {2, {2, 2}, {{3, 6}, {6, 2}}};
   check_all("segmented_mm", f_segmented_mm, &sc, &sm, tol);
+  check_second("segmented_mm", f_segmented_mm, &sc, &sm);
   /* batched segments only (a and b unbatched) */
   {
     uint32_t bv[12] = {0, 2, 2, 6, 1, 4, 0, 6, 5, 6, 0, 0};
