@@ -169,13 +169,32 @@ static int reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_n
 static int reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                        struct lc_node **out, int *out_ax);
 
+/* Shapeless replay: the input's extents with the reduced axes set to 1
+ * (keepdims: the traced rank equals the input's) or dropped. */
+static int reduce_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                               int *shape) {
+  const int *p = params;
+  const struct lc_node *x = in[0];
+  if (nin != 1) return 1;
+  bool red[x->ndim > 0 ? x->ndim : 1];
+  memset(red, 0, sizeof red);
+  for (int i = 0; i < p[2]; i++) {
+    if (p[3 + i] >= x->ndim) return 1;
+    red[p[3 + i]] = true;
+  }
+  bool keep = ndim == x->ndim;
+  if (!keep && ndim != x->ndim - p[2]) return 1;
+  return reduced_shape(x, red, keep, shape) != ndim;
+}
+
 const struct lc_prim lc_prim_reduce = {.name = "reduce",
                                        .flags = LC_PF_REDUCE,
                                        .eval_cpu = reduce_eval,
                                        .describe = reduce_describe,
                                        .vjp = reduce_vjp,
                                        .jvp = reduce_jvp,
-                                       .vmap = reduce_vmap};
+                                       .vmap = reduce_vmap,
+                                       .output_shape = reduce_output_shape};
 
 /* ---- argmax / argmin ---- */
 
@@ -459,12 +478,19 @@ struct scope {
   struct lc_node *v[SCOPE_CAP];
   int n;
 };
-/* Records x (NULL passes through) to be released with the scope. */
+/* Records x (NULL passes through) to be released with the scope; a full
+ * scope (a rule keeping more than SCOPE_CAP nodes) is reported. */
 static struct lc_node *keep(struct scope *s, struct lc_node *x) {
-  if (x && s->n < SCOPE_CAP) s->v[s->n++] = x;
-  return x;
+  if (!x) return NULL;
+  if (s->n == SCOPE_CAP) {
+    lc_node_release(x);
+    lc_error("internal error: a transformation rule kept more than %d nodes", SCOPE_CAP);
+    return NULL;
+  }
+  return s->v[s->n++] = x;
 }
-/* Releases the scope; out's retained final value (or NULL) is returned. */
+/* Releases the scope; *out receives final retained (or NULL). 1 when
+ * final is NULL (a builder failed and reported). */
 static int scope_end(struct scope *s, struct lc_node *final, struct lc_node **out) {
   *out = final ? lc_node_retain(final) : NULL;
   lc_rule_release(s->v, s->n);

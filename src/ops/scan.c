@@ -262,10 +262,16 @@ struct scope {
   struct lc_node *v[SCOPE_CAP];
   int n;
 };
-/* Records x (NULL passes through) to be released with the scope. */
+/* Records x (NULL passes through) to be released with the scope; a full
+ * scope (a rule keeping more than SCOPE_CAP nodes) is reported. */
 static struct lc_node *keep(struct scope *s, struct lc_node *x) {
-  if (x && s->n < SCOPE_CAP) s->v[s->n++] = x;
-  return x;
+  if (!x) return NULL;
+  if (s->n == SCOPE_CAP) {
+    lc_node_release(x);
+    lc_error("internal error: a transformation rule kept more than %d nodes", SCOPE_CAP);
+    return NULL;
+  }
+  return s->v[s->n++] = x;
 }
 /* Releases the scope; *out receives final retained (or NULL). 1 when
  * final is NULL (a builder failed and reported). */

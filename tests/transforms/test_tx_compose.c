@@ -329,6 +329,56 @@ static void test_compiled_inside(void) {
   mlx_closure_free(mse);
 }
 
+/* mlp(W1, W2, X, Y) = mean((tanh(X @ W1) @ W2 - Y)^2) over all axes */
+static int f_mlp(mlx_vector_array *res, const mlx_vector_array in) {
+  traces++;
+  mlx_array a[4], h = mlx_array_new(), t = mlx_array_new(), o = mlx_array_new(),
+                  d = mlx_array_new(), q = mlx_array_new(), l = mlx_array_new();
+  int rc = 0;
+  for (int i = 0; i < 4; i++) {
+    a[i] = mlx_array_new();
+    rc |= mlx_vector_array_get(&a[i], in, (size_t)i);
+  }
+  rc = rc || mlx_matmul(&h, a[2], a[0], S()) || mlx_tanh(&t, h, S()) ||
+       mlx_matmul(&o, t, a[1], S()) || mlx_subtract(&d, o, a[3], S()) ||
+       mlx_square(&q, d, S()) || mlx_mean(&l, q, false, S()) || mlx_vector_array_set_value(res, l);
+  for (int i = 0; i < 4; i++) mlx_array_free(a[i]);
+  mlx_array arrs[6] = {h, t, o, d, q, l};
+  for (int i = 0; i < 6; i++) mlx_array_free(arrs[i]);
+  return rc;
+}
+
+static void test_shapeless_mlp(void) {
+  int args[2] = {0, 1}, s1[2] = {6, 8}, s2[2] = {8, 3};
+  mlx_closure f = mlx_closure_new_func(f_mlp);
+  mlx_closure vg = txf_value_and_grad(f, args, 2);
+  mlx_closure cvg = txf_compile(vg, true);
+  mlx_array W1 = test_rand_f32(s1, 2, -0.5, 0.5), W2 = test_rand_f32(s2, 2, -0.5, 0.5);
+  traces = 0;
+  for (int B = 16; B <= 40; B += 24) {
+    int sx[2] = {B, 6}, sy[2] = {B, 3};
+    mlx_array in[4] = {W1, W2, test_rand_f32(sx, 2, -1, 1), test_rand_f32(sy, 2, -1, 1)};
+    mlx_array e[3], c[3];
+    int before = traces;
+    CHECK_OK(txf_apply(cvg, in, 4, c, 3));
+    int compiled_traces = traces - before;
+    CHECK_OK(txf_apply(vg, in, 4, e, 3));
+    CHECK_MSG(compiled_traces == (B == 16), "batch %d: %d traces", B, compiled_traces);
+    for (int k = 0; k < 3; k++) {
+      CHECK_MSG(txf_allclose(c[k], e[k], 1e-5), "shapeless mlp batch %d output %d differs", B, k);
+      mlx_array_free(c[k]);
+      mlx_array_free(e[k]);
+    }
+    mlx_array_free(in[2]);
+    mlx_array_free(in[3]);
+  }
+  mlx_array_free(W1);
+  mlx_array_free(W2);
+  mlx_closure_free(cvg);
+  mlx_closure_free(vg);
+  mlx_closure_free(f);
+}
+
 int main(void) {
   test_init();
   test_third_derivative();
@@ -337,5 +387,6 @@ int main(void) {
   test_grad_of_vmap();
   test_compiled_training_step();
   test_compiled_inside();
+  test_shapeless_mlp();
   return test_done();
 }
