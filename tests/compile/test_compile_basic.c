@@ -638,7 +638,7 @@ static void shapeless_reduce(int axis, int traces) {
 
 static void test_shapeless_fallback(void) {
   shapeless_reduce(-1, 1); /* fused row region: one trace */
-  shapeless_reduce(0, 2);  /* unfused reduction: one trace per shape */
+  shapeless_reduce(0, 1);  /* unfused reduction: REDUCE infers its shape, one trace */
 }
 
 /* The outer function builds a compiled inner closure capturing an array
