@@ -64,36 +64,17 @@ void lc_xclosure_release(struct lc_xclosure *c) {
     return (T){lc_xclosure_make((void (*)(void))fun, true, payload, dtor)};         \
   }
 
-typedef int (*kw_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_map_string_to_array);
-typedef int (*kw_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_map_string_to_array,
-                      void *);
-typedef int (*vag_fn)(mlx_vector_array *, mlx_vector_array *, const mlx_vector_array);
-typedef int (*vag_fnp)(mlx_vector_array *, mlx_vector_array *, const mlx_vector_array, void *);
-typedef int (*cu_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                     const mlx_vector_array);
-typedef int (*cu_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                      const mlx_vector_array, void *);
-typedef int (*jv_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                     const int *, size_t);
-typedef int (*jv_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                      const int *, size_t, void *);
-typedef int (*vm_fn)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
-                     size_t);
-typedef int (*vm_fnp)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
-                      size_t, void *);
-
-XCLOSURE_BASICS(mlx_closure_kwargs, kw_fn, kw_fnp)
-XCLOSURE_BASICS(mlx_closure_value_and_grad, vag_fn, vag_fnp)
-XCLOSURE_BASICS(mlx_closure_custom, cu_fn, cu_fnp)
-XCLOSURE_BASICS(mlx_closure_custom_jvp, jv_fn, jv_fnp)
-XCLOSURE_BASICS(mlx_closure_custom_vmap, vm_fn, vm_fnp)
+XCLOSURE_BASICS(mlx_closure_kwargs, lc_kw_fn, lc_kw_fnp)
+XCLOSURE_BASICS(mlx_closure_value_and_grad, lc_vag_fn, lc_vag_fnp)
+XCLOSURE_BASICS(mlx_closure_custom, lc_cu_fn, lc_cu_fnp)
+XCLOSURE_BASICS(mlx_closure_custom_jvp, lc_jv_fn, lc_jv_fnp)
+XCLOSURE_BASICS(mlx_closure_custom_vmap, lc_vm_fn, lc_vm_fnp)
 
 /* Runs a user function with lace's failure reporting around it. */
 #define XCALL(c, F, FP, ...)                                                  \
   do {                                                                        \
     unsigned long before_ = lc_error_count();                                 \
-    int st_ = (c)->has_payload ? ((FP)(c)->fn)(__VA_ARGS__, (c)->payload)     \
-                               : ((F)(c)->fn)(__VA_ARGS__);                   \
+    int st_ = LC_XCLOSURE_CALL(c, F, FP, __VA_ARGS__);                        \
     return lc_closure_failed(st_, before_);                                   \
   } while (0)
 
@@ -109,7 +90,7 @@ int mlx_closure_kwargs_apply(mlx_vector_array *res, mlx_closure_kwargs cls,
   CHECK_VEC("mlx_closure_kwargs_apply", input_0);
   CHECK_VEC("mlx_closure_kwargs_apply", input_1);
   struct lc_xclosure *c = cls.ctx;
-  XCALL(c, kw_fn, kw_fnp, res, input_0, input_1);
+  XCALL(c, lc_kw_fn, lc_kw_fnp, res, input_0, input_1);
 }
 
 int mlx_closure_value_and_grad_apply(mlx_vector_array *res_0, mlx_vector_array *res_1,
@@ -119,7 +100,7 @@ int mlx_closure_value_and_grad_apply(mlx_vector_array *res_0, mlx_vector_array *
   CHECK_CLS("mlx_closure_value_and_grad_apply", cls);
   CHECK_VEC("mlx_closure_value_and_grad_apply", input);
   struct lc_xclosure *c = cls.ctx;
-  XCALL(c, vag_fn, vag_fnp, res_0, res_1, input);
+  XCALL(c, lc_vag_fn, lc_vag_fnp, res_0, res_1, input);
 }
 
 int mlx_closure_custom_apply(mlx_vector_array *res, mlx_closure_custom cls,
@@ -131,7 +112,7 @@ int mlx_closure_custom_apply(mlx_vector_array *res, mlx_closure_custom cls,
   CHECK_VEC("mlx_closure_custom_apply", input_1);
   CHECK_VEC("mlx_closure_custom_apply", input_2);
   struct lc_xclosure *c = cls.ctx;
-  XCALL(c, cu_fn, cu_fnp, res, input_0, input_1, input_2);
+  XCALL(c, lc_cu_fn, lc_cu_fnp, res, input_0, input_1, input_2);
 }
 
 int mlx_closure_custom_jvp_apply(mlx_vector_array *res, mlx_closure_custom_jvp cls,
@@ -143,7 +124,7 @@ int mlx_closure_custom_jvp_apply(mlx_vector_array *res, mlx_closure_custom_jvp c
   CHECK_VEC("mlx_closure_custom_jvp_apply", input_1);
   if (lc_api_check_list("mlx_closure_custom_jvp_apply", "argnums", input_2, input_2_num)) return 1;
   struct lc_xclosure *c = cls.ctx;
-  XCALL(c, jv_fn, jv_fnp, res, input_0, input_1, input_2, input_2_num);
+  XCALL(c, lc_jv_fn, lc_jv_fnp, res, input_0, input_1, input_2, input_2_num);
 }
 
 int mlx_closure_custom_vmap_apply(mlx_vector_array *res_0, mlx_vector_int *res_1,
@@ -155,5 +136,5 @@ int mlx_closure_custom_vmap_apply(mlx_vector_array *res_0, mlx_vector_int *res_1
   CHECK_VEC("mlx_closure_custom_vmap_apply", input_0);
   if (lc_api_check_list("mlx_closure_custom_vmap_apply", "in_axes", input_1, input_1_num)) return 1;
   struct lc_xclosure *c = cls.ctx;
-  XCALL(c, vm_fn, vm_fnp, res_0, res_1, input_0, input_1, input_1_num);
+  XCALL(c, lc_vm_fn, lc_vm_fnp, res_0, res_1, input_0, input_1, input_1_num);
 }

@@ -123,8 +123,7 @@ int mlx_value_and_grad(mlx_closure_value_and_grad *res, const mlx_closure fun, c
   g->fun = lc_closure_retain(lc_closure_of(fun));
   g->nargs = (int)argnums_num;
   for (size_t i = 0; i < argnums_num; i++) g->argnums[i] = argnums[i];
-  typedef int (*vag_fnp)(mlx_vector_array *, mlx_vector_array *, const mlx_vector_array, void *);
-  struct lc_xclosure *c = lc_xclosure_make((void (*)(void))(vag_fnp)vag_apply, true, g, vag_free);
+  struct lc_xclosure *c = lc_xclosure_make((void (*)(void))(lc_vag_fnp)vag_apply, true, g, vag_free);
   if (!c) return 1;
   lc_xclosure_release(res->ctx);
   res->ctx = c;

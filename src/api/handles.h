@@ -80,6 +80,30 @@ struct lc_xclosure {
   void *payload;
   void (*dtor)(void *);
 };
+/* The kinds' C signatures (plain, then with the trailing payload). */
+typedef int (*lc_kw_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_map_string_to_array);
+typedef int (*lc_kw_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_map_string_to_array,
+                      void *);
+typedef int (*lc_vag_fn)(mlx_vector_array *, mlx_vector_array *, const mlx_vector_array);
+typedef int (*lc_vag_fnp)(mlx_vector_array *, mlx_vector_array *, const mlx_vector_array, void *);
+typedef int (*lc_cu_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
+                     const mlx_vector_array);
+typedef int (*lc_cu_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
+                      const mlx_vector_array, void *);
+typedef int (*lc_jv_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
+                     const int *, size_t);
+typedef int (*lc_jv_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
+                      const int *, size_t, void *);
+typedef int (*lc_vm_fn)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
+                     size_t);
+typedef int (*lc_vm_fnp)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
+                      size_t, void *);
+
+/* Calls closure c (struct lc_xclosure *) of plain type F / payload type FP
+ * with the arguments (the payload appended when it has one). */
+#define LC_XCLOSURE_CALL(c, F, FP, ...) \
+  ((c)->has_payload ? ((FP)(c)->fn)(__VA_ARGS__, (c)->payload) : ((F)(c)->fn)(__VA_ARGS__))
+
 /* NULL (reported) on failure, in which case dtor(payload) has been called. */
 struct lc_xclosure *lc_xclosure_make(void (*fn)(void), bool has_payload, void *payload,
                                      void (*dtor)(void *));

@@ -471,35 +471,9 @@ const struct lc_prim lc_prim_arg_reduce = {.name = "arg_reduce",
  * A REDUCE node keeps or drops its reduced dims (keepdims iff n->ndim ==
  * x->ndim); rules first view cotangents and outputs with the reduced dims
  * kept (extent 1), so they broadcast against the input. Intermediate nodes
- * go into a small scope released at the end of each rule. */
+ * go into a scope (lc_rule_scope) released at the end of each rule. */
 
-#define SCOPE_CAP 24
-struct scope {
-  struct lc_node *v[SCOPE_CAP];
-  int n;
-};
-/* Records x (NULL passes through) to be released with the scope; a full
- * scope (a rule keeping more than SCOPE_CAP nodes) is reported. */
-static struct lc_node *keep(struct scope *s, struct lc_node *x) {
-  if (!x) return NULL;
-  if (s->n == SCOPE_CAP) {
-    lc_node_release(x);
-    lc_error("internal error: a transformation rule kept more than %d nodes", SCOPE_CAP);
-    return NULL;
-  }
-  return s->v[s->n++] = x;
-}
-/* Releases the scope; *out receives final retained (or NULL). 1 when
- * final is NULL (a builder failed and reported). */
-static int scope_end(struct scope *s, struct lc_node *final, struct lc_node **out) {
-  *out = final ? lc_node_retain(final) : NULL;
-  lc_rule_release(s->v, s->n);
-  return final == NULL;
-}
-#define TRY(var, expr)                       \
-  do {                                       \
-    if (!((var) = keep(&sc, (expr)))) goto done; \
-  } while (0)
+#define TRY(var, expr) LC_RULE_TRY(sc, var, expr)
 
 /* x's shape with extent 1 at the reduced axes of params p. */
 static void kept_shape(const struct lc_node *x, const int *p, int *shape) {
@@ -572,7 +546,7 @@ static struct lc_node *prod_others(struct lc_node *xf) {
  * std divides by 2 std. */
 static struct lc_node *var_grad(struct lc_node *n, struct lc_node *x, const int *p,
                                 const int *kd) {
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *mu, *d, *dc, *s, *g = NULL, *o, *okd;
   const int *axes = p + 3;
   struct lc_node *cnt, *dd, *zero, *den, *num;
@@ -597,7 +571,7 @@ static struct lc_node *var_grad(struct lc_node *n, struct lc_node *x, const int 
   }
 done:;
   struct lc_node *r;
-  scope_end(&sc, g, &r);
+  lc_rule_scope_end(&sc, g, &r);
   return r;
 }
 
@@ -607,7 +581,7 @@ static int reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
   const int *p = n->params;
   struct lc_node *x = n->in[0], *g = NULL;
   if (p[0] == LC_RED_AND || p[0] == LC_RED_OR) return 0; /* boolean: no cotangent */
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *c, *t, *u, *v, *w;
   int kd[x->ndim > 0 ? x->ndim : 1];
   kept_shape(x, p, kd);
@@ -647,14 +621,14 @@ static int reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
   default: break;
   }
 done:
-  return scope_end(&sc, g, out);
+  return lc_rule_scope_end(&sc, g, out);
 }
 
 static int reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
   const int *p = n->params;
   struct lc_node *x = n->in[0], *g = NULL, *r = NULL;
   if (p[0] == LC_RED_AND || p[0] == LC_RED_OR) return 0;
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *t, *u, *v, *w;
   int kd[x->ndim > 0 ? x->ndim : 1];
   kept_shape(x, p, kd);
@@ -691,7 +665,7 @@ static int reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_n
   }
   TRY(r, lc_reshape(g, n->ndim, n->shape));
 done:
-  return scope_end(&sc, r, out);
+  return lc_rule_scope_end(&sc, r, out);
 }
 
 /* Batch axis first, reduced axes shifted past it. */

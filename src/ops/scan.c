@@ -257,33 +257,7 @@ static int scan_eval(struct lc_node *n) {
  * direction with the same inclusivity. Intermediate nodes go into a small
  * scope released at the end of each rule. */
 
-#define SCOPE_CAP 32
-struct scope {
-  struct lc_node *v[SCOPE_CAP];
-  int n;
-};
-/* Records x (NULL passes through) to be released with the scope; a full
- * scope (a rule keeping more than SCOPE_CAP nodes) is reported. */
-static struct lc_node *keep(struct scope *s, struct lc_node *x) {
-  if (!x) return NULL;
-  if (s->n == SCOPE_CAP) {
-    lc_node_release(x);
-    lc_error("internal error: a transformation rule kept more than %d nodes", SCOPE_CAP);
-    return NULL;
-  }
-  return s->v[s->n++] = x;
-}
-/* Releases the scope; *out receives final retained (or NULL). 1 when
- * final is NULL (a builder failed and reported). */
-static int scope_end(struct scope *s, struct lc_node *final, struct lc_node **out) {
-  *out = final ? lc_node_retain(final) : NULL;
-  lc_rule_release(s->v, s->n);
-  return final == NULL;
-}
-#define TRY(var, expr)                           \
-  do {                                           \
-    if (!((var) = keep(&sc, (expr)))) goto done; \
-  } while (0)
+#define TRY(var, expr) LC_RULE_TRY(sc, var, expr)
 
 /* The dtype's lowest finite value (MLX's finfo.min), standing for log 0
  * in the log-domain split of logcumsumexp's rules. */
@@ -304,7 +278,7 @@ static double lowest_finite(mlx_dtype t) {
  * without its first (which holds the identity), so the result is one
  * shorter along the axis. Index values are uint32, cut from the gradient. */
 static struct lc_node *extreme_owner(struct lc_node *n, int axis, bool rev, bool incl) {
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *x = n->in[0], *xw = x, *ew = n, *io, *iota, *fill, *eq, *m, *own, *u32,
                  *r = NULL;
   int L = x->shape[axis], lo = incl || !rev ? 0 : 1, hi = incl || rev ? L : L - 1;
@@ -324,27 +298,27 @@ static struct lc_node *extreme_owner(struct lc_node *n, int axis, bool rev, bool
   TRY(r, lc_stop_gradient(u32));
 done:;
   struct lc_node *o;
-  scope_end(&sc, r, &o);
+  lc_rule_scope_end(&sc, r, &o);
   return o;
 }
 
 /* cumprod's masks: *eqz where the inclusive product is zero, *first at
  * the first zero of each line (inclusive zero, exclusive not), *c1 the
  * scan of x with that first zero replaced by one. Scope-owned. */
-static int prod_zero_parts(struct scope *s, struct lc_node *n, const int *p, struct lc_node **eqz,
+static int prod_zero_parts(struct lc_rule_scope *s, struct lc_node *n, const int *p, struct lc_node **eqz,
                            struct lc_node **first, struct lc_node **c1) {
   struct lc_node *x = n->in[0];
   int axis = p[1];
   bool rev = p[2], incl = p[3];
-  struct lc_node *other = keep(s, lc_cumprod(x, axis, rev, !incl));
+  struct lc_node *other = lc_rule_keep(s, lc_cumprod(x, axis, rev, !incl));
   struct lc_node *inc = incl ? n : other, *exc = incl ? other : n;
-  struct lc_node *z = other ? keep(s, lc_node_new_scalar(x->dtype, 0)) : NULL;
-  struct lc_node *one = z ? keep(s, lc_node_new_scalar(x->dtype, 1)) : NULL;
-  struct lc_node *nz = one ? keep(s, lc_not_equal(exc, z)) : NULL;
-  *eqz = nz ? keep(s, lc_equal(inc, z)) : NULL;
-  *first = *eqz ? keep(s, lc_logical_and(*eqz, nz)) : NULL;
-  struct lc_node *x1 = *first ? keep(s, lc_where(*first, one, x)) : NULL;
-  *c1 = x1 ? keep(s, lc_cumprod(x1, axis, rev, incl)) : NULL;
+  struct lc_node *z = other ? lc_rule_keep(s, lc_node_new_scalar(x->dtype, 0)) : NULL;
+  struct lc_node *one = z ? lc_rule_keep(s, lc_node_new_scalar(x->dtype, 1)) : NULL;
+  struct lc_node *nz = one ? lc_rule_keep(s, lc_not_equal(exc, z)) : NULL;
+  *eqz = nz ? lc_rule_keep(s, lc_equal(inc, z)) : NULL;
+  *first = *eqz ? lc_rule_keep(s, lc_logical_and(*eqz, nz)) : NULL;
+  struct lc_node *x1 = *first ? lc_rule_keep(s, lc_where(*first, one, x)) : NULL;
+  *c1 = x1 ? lc_rule_keep(s, lc_cumprod(x1, axis, rev, incl)) : NULL;
   return *c1 == NULL;
 }
 
@@ -356,7 +330,7 @@ static int scan_vjp(struct lc_node *n, struct lc_node *const *cot, const int *ar
   bool rev = p[2], incl = p[3];
   struct lc_node *x = n->in[0], *c = cot[0], *g = NULL;
   if (x->size == 0 || (!incl && x->shape[axis] < 2)) return 0; /* nothing depends on x */
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *a, *b, *d, *e, *f, *h, *k;
   switch (p[0]) {
   case LC_SCAN_SUM: TRY(g, lc_cumsum(c, axis, !rev, incl)); break;
@@ -407,7 +381,7 @@ static int scan_vjp(struct lc_node *n, struct lc_node *const *cot, const int *ar
   default: break;
   }
 done:
-  return scope_end(&sc, g, out);
+  return lc_rule_scope_end(&sc, g, out);
 }
 
 /* jvp: MLX has it for cumsum only; the others follow from the same
@@ -418,7 +392,7 @@ static int scan_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
   bool rev = p[2], incl = p[3];
   struct lc_node *x = n->in[0], *t = tan[0], *g = NULL;
   if (x->size == 0 || (!incl && x->shape[axis] < 2)) return 0;
-  struct scope sc = {.n = 0};
+  struct lc_rule_scope sc = {.n = 0};
   struct lc_node *a, *b, *d, *e, *f, *h, *k;
   switch (p[0]) {
   case LC_SCAN_SUM: TRY(g, lc_cumsum(t, axis, rev, incl)); break;
@@ -474,7 +448,7 @@ static int scan_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
   default: break;
   }
 done:
-  return scope_end(&sc, g, out);
+  return lc_rule_scope_end(&sc, g, out);
 }
 
 /* Batch axis first, scan axis shifted past it. */

@@ -81,21 +81,7 @@ static int vec(mlx_vector_array *v, struct lc_node *const *nodes, int n) {
   return lc_vec_array_assign(v, nodes, (size_t)n);
 }
 
-typedef int (*cu_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                     const mlx_vector_array);
-typedef int (*cu_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                      const mlx_vector_array, void *);
-typedef int (*jv_fn)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                     const int *, size_t);
-typedef int (*jv_fnp)(mlx_vector_array *, const mlx_vector_array, const mlx_vector_array,
-                      const int *, size_t, void *);
-typedef int (*vm_fn)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
-                     size_t);
-typedef int (*vm_fnp)(mlx_vector_array *, mlx_vector_int *, const mlx_vector_array, const int *,
-                      size_t, void *);
-
-#define XCALL(c, F, FP, ...) \
-  ((c)->has_payload ? ((FP)(c)->fn)(__VA_ARGS__, (c)->payload) : ((F)(c)->fn)(__VA_ARGS__))
+#define XCALL LC_XCLOSURE_CALL
 
 static int user_call_status(const char *what, int st, unsigned long before) {
   if (!st) return 0;
@@ -124,7 +110,7 @@ static int custom_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
     mlx_vector_array r = mlx_vector_array_new(), vp = {0}, vc = {0}, vo = {0};
     if (!vec(&vp, prim, np) && !vec(&vc, cots, no) && !vec(&vo, outs, no)) {
       unsigned long before = lc_error_count();
-      int st = XCALL(c->vjp, cu_fn, cu_fnp, &r, vp, vc, vo);
+      int st = XCALL(c->vjp, lc_cu_fn, lc_cu_fnp, &r, vp, vc, vo);
       rc = user_call_status("custom vjp", st, before) ||
            take_results("custom vjp", r, np, prim, grads);
     }
@@ -195,7 +181,7 @@ static int custom_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_n
   int rc = 1;
   if (!vec(&vp, prim, np) && !vec(&vt, tv, na)) {
     unsigned long before = lc_error_count();
-    int st = XCALL(c->jvp, jv_fn, jv_fnp, &r, vp, vt, argn, (size_t)na);
+    int st = XCALL(c->jvp, lc_jv_fn, lc_jv_fnp, &r, vp, vt, argn, (size_t)na);
     rc = user_call_status("custom jvp", st, before) || take_results("custom jvp", r, no, outs, out);
   }
   mlx_vector_array_free(r);
@@ -229,7 +215,7 @@ static int custom_vmap(struct lc_node *n, struct lc_node *const *in, const int *
   int rc = 1;
   if (!vec(&vi, in, np)) {
     unsigned long before = lc_error_count();
-    int st = XCALL(c->vmap, vm_fn, vm_fnp, &r, &ra, vi, ax, (size_t)np);
+    int st = XCALL(c->vmap, lc_vm_fn, lc_vm_fnp, &r, &ra, vi, ax, (size_t)np);
     rc = user_call_status("custom vmap", st, before) || take_results("custom vmap", r, no, NULL, out);
     struct lc_vec_int *axv = ra.ctx;
     if (!rc && (!axv || axv->len < (size_t)no)) {

@@ -75,6 +75,22 @@ void lc_rule_release(struct lc_node **out, int n) {
   }
 }
 
+struct lc_node *lc_rule_keep(struct lc_rule_scope *s, struct lc_node *x) {
+  if (!x) return NULL;
+  if (s->n == LC_RULE_SCOPE_CAP) {
+    lc_node_release(x);
+    lc_error("internal error: a transformation rule kept more than %d nodes", LC_RULE_SCOPE_CAP);
+    return NULL;
+  }
+  return s->v[s->n++] = x;
+}
+
+int lc_rule_scope_end(struct lc_rule_scope *s, struct lc_node *final, struct lc_node **out) {
+  *out = final ? lc_node_retain(final) : NULL;
+  lc_rule_release(s->v, s->n);
+  return final == NULL;
+}
+
 int lc_rule_missing(int which, const char **names, int max) {
   int cnt = 0;
   for (int op = 0; op < LC_OP_COUNT; op++) {

@@ -81,6 +81,28 @@ int lc_rule_vmap_elementwise(struct lc_node *n, struct lc_node *const *in, const
  * shapes). New reference or NULL after reporting. */
 struct lc_node *lc_rule_clone(struct lc_node *n, struct lc_node *const *in);
 
+/* A rule's temporary nodes, released together when the rule ends:
+ *   struct lc_rule_scope sc = {.n = 0};
+ *   LC_RULE_TRY(sc, t, lc_exp(x));   (goto done when a builder failed)
+ *   ...
+ * done:
+ *   return lc_rule_scope_end(&sc, result, out);
+ * lc_rule_keep records x (NULL passes through); a rule keeping more than
+ * LC_RULE_SCOPE_CAP nodes is reported as an internal error. */
+#define LC_RULE_SCOPE_CAP 48
+struct lc_rule_scope {
+  struct lc_node *v[LC_RULE_SCOPE_CAP];
+  int n;
+};
+struct lc_node *lc_rule_keep(struct lc_rule_scope *s, struct lc_node *x);
+/* Releases the scope; *out receives `final` retained (or NULL). Returns 1
+ * when final is NULL (a builder failed and reported). */
+int lc_rule_scope_end(struct lc_rule_scope *s, struct lc_node *final, struct lc_node **out);
+#define LC_RULE_TRY(sc, var, expr)                          \
+  do {                                                      \
+    if (!((var) = lc_rule_keep(&(sc), (expr)))) goto done; \
+  } while (0)
+
 /* Releases the non-NULL entries of out[0..n). */
 void lc_rule_release(struct lc_node **out, int n);
 
