@@ -63,6 +63,7 @@ bench: build
 	  if [ -x "$$b" ] && [ -f "$$b" ]; then "$$b" | tee "$$b.txt"; fi; done
 	$(PYTHON) bench/compare_numpy.py build/bench/bench_ops.txt | tee build/bench/compare_numpy.txt
 	$(PYTHON) bench/compare_compile.py build/bench/bench_compile.txt | tee build/bench/compare_compile.txt
+	$(PYTHON) bench/compare_train.py build/bench/bench_train.txt | tee build/bench/compare_train.txt
 	@echo "markdown tables for BENCHMARKS.md: python3 bench/bench_table.py"
 
 # mlx-c functions lace implements, per header; the missing ones are listed in
