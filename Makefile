@@ -14,6 +14,14 @@ ifeq ($(origin OPENBLAS_CORETYPE),undefined)
   endif
 endif
 
+# OpenBLAS's idle threads spin (sched_yield) for a while after each call,
+# taking cores from lace's own pool while fused kernels run between the
+# matrix products of a training step; a short timeout puts them to sleep
+# sooner (measured in BENCHMARKS.md, "Training"), unless already set.
+ifeq ($(origin OPENBLAS_THREAD_TIMEOUT),undefined)
+  export OPENBLAS_THREAD_TIMEOUT := 4
+endif
+
 # GCC 12's ThreadSanitizer cannot map its shadow memory on kernels with 32
 # bits of mmap randomisation ("unexpected memory mapping"); the TSan tests
 # run with address randomisation off where setarch allows it.
