@@ -47,43 +47,14 @@ static void check_all(const char *name, tx_fn f, void *ctx, const struct case_sh
   }
 }
 
-/* ---- second order: g(x) = J(x)^T f(x) (the gradient of |f|^2 / 2) with
- * respect to input `which`, through mlx_vjp inside the function, so the
- * rules' own results are differentiated and vmapped ---- */
-
-struct second_ctx {
-  tx_fn f;
-  void *ctx;
-  int which;
-};
-
-static int f_second(mlx_array *out, const mlx_array *in, int n, void *ctx) {
-  struct second_ctx *c = ctx;
-  mlx_closure cls = tx_closure(c->f, c->ctx);
-  mlx_array y = mlx_array_new(), g = mlx_array_new();
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new(), cot;
-  int rc = c->f(&y, in, n, c->ctx);
-  cot = mlx_vector_array_new_value(y);
-  rc = rc || mlx_vjp(&r0, &r1, cls, prim, cot) ||
-       mlx_vector_array_get(&g, r1, (size_t)c->which) || mlx_array_set(out, g);
-  mlx_array_free(y);
-  mlx_array_free(g);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_vector_array_free(cot);
-  mlx_closure_free(cls);
-  return rc;
-}
 
 /* second-order checks of f for each input */
 static void check_second(const char *name, tx_fn f, void *ctx, const struct case_shapes *c) {
   for (int w = 0; w < c->n; w++) {
-    struct second_ctx sc = {f, ctx, w};
+    struct tx_second sc = {f, ctx, w};
     char nm[160];
     snprintf(nm, sizeof nm, "%s second order d%d", name, w);
-    check_all(nm, f_second, &sc, c, 1e-5);
+    check_all(nm, tx_f_second, &sc, c, 1e-5);
   }
 }
 

@@ -302,4 +302,35 @@ static void tx_check_vmap(const char *name, tx_fn f, void *ctx, int n, mlx_array
   mlx_closure_free(cls);
 }
 
+/* Second order: tx_f_second(x) = J(x)^T f(x) (the gradient of |f|^2 / 2)
+ * with respect to input `which` of a struct tx_second {f, ctx, which},
+ * through mlx_vjp inside the function, so checking it differentiates and
+ * vmaps the rules' own results. */
+
+struct tx_second {
+  tx_fn f;
+  void *ctx;
+  int which;
+};
+
+static int tx_f_second(mlx_array *out, const mlx_array *in, int n, void *ctx) {
+  struct tx_second *c = ctx;
+  mlx_closure cls = tx_closure(c->f, c->ctx);
+  mlx_array y = mlx_array_new(), g = mlx_array_new();
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new(), cot;
+  int rc = c->f(&y, in, n, c->ctx);
+  cot = mlx_vector_array_new_value(y);
+  rc = rc || mlx_vjp(&r0, &r1, cls, prim, cot) ||
+       mlx_vector_array_get(&g, r1, (size_t)c->which) || mlx_array_set(out, g);
+  mlx_array_free(y);
+  mlx_array_free(g);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_vector_array_free(cot);
+  mlx_closure_free(cls);
+  return rc;
+}
+
 #endif
