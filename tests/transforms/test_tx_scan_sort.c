@@ -326,84 +326,6 @@ static void check_sorts(void) {
   mlx_array_free(x);
 }
 
-/* ---- second order and compile ----
- * f_vjp_of(x) = the vjp of f at x with a fixed cotangent w: its own vjp
- * and jvp (checked against finite differences) run the rules over the
- * graphs the first-order rules built; vmap of it gives per-example
- * gradients; compiled, it must give the same values. */
-struct second {
-  tx_fn f;
-  void *ctx;
-  mlx_array w;
-};
-
-static int f_vjp_of(mlx_array *out, const mlx_array *in, int n, void *ctx) {
-  struct second *s = ctx;
-  mlx_closure cls = tx_closure(s->f, s->ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array cot = mlx_vector_array_new_value(s->w);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
-  int rc = mlx_vjp(&r0, &r1, cls, prim, cot);
-  if (!rc) rc = mlx_vector_array_get(out, r1, 0);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(cot);
-  mlx_closure_free(cls);
-  return rc;
-}
-
-static int f_vjp_of_vec(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
-  mlx_array x = mlx_array_new(), g = mlx_array_new();
-  int rc = mlx_vector_array_get(&x, in, 0) || f_vjp_of(&g, &x, 1, payload) ||
-           mlx_vector_array_set_value(res, g);
-  mlx_array_free(x);
-  mlx_array_free(g);
-  return rc;
-}
-
-/* Second-order checks of f at x (and per-example at xb, batch axis 0). */
-static void check_second(const char *name, tx_fn f, void *ctx, mlx_array x, mlx_array xb,
-                         double tol) {
-  mlx_array y = mlx_array_new();
-  if (f(&y, &x, 1, ctx)) {
-    CHECK_MSG(0, "%s: forward failed", name);
-    mlx_array_free(y);
-    return;
-  }
-  struct second s = {f, ctx, tx_rand((const int *)mlx_array_shape(y), (int)mlx_array_ndim(y), -1, 1)};
-  char nm[128];
-  snprintf(nm, sizeof nm, "grad of grad: %s", name);
-  tx_check_grad(nm, f_vjp_of, &s, 1, &x, tol);
-  snprintf(nm, sizeof nm, "vmap of grad: %s", name);
-  int ax0 = 0;
-  tx_check_vmap(nm, f_vjp_of, &s, 1, &xb, &ax0, 1e-12);
-  /* compiled gradient */
-  mlx_closure plain = mlx_closure_new_func_payload(f_vjp_of_vec, &s, NULL);
-  mlx_closure comp = mlx_closure_new();
-  CHECK_MSG(mlx_compile(&comp, plain, false) == 0, "%s: compile failed: %s", name, test_last_error);
-  mlx_vector_array vin = mlx_vector_array_new_value(x);
-  mlx_vector_array a = mlx_vector_array_new(), b = mlx_vector_array_new();
-  int ok = mlx_closure_apply(&a, plain, vin) == 0 && mlx_closure_apply(&b, comp, vin) == 0;
-  CHECK_MSG(ok, "%s: compiled gradient failed: %s", name, test_last_error);
-  if (ok) {
-    mlx_array ga = mlx_array_new(), gb = mlx_array_new();
-    mlx_vector_array_get(&ga, a, 0);
-    mlx_vector_array_get(&gb, b, 0);
-    double *want = test_values(ga);
-    if (want) CHECK_CLOSE(gb, want, mlx_array_size(ga), 1e-12, 1e-12);
-    free(want);
-    mlx_array_free(ga);
-    mlx_array_free(gb);
-  }
-  mlx_vector_array_free(vin);
-  mlx_vector_array_free(a);
-  mlx_vector_array_free(b);
-  mlx_closure_free(comp);
-  mlx_closure_free(plain);
-  mlx_array_free(s.w);
-  mlx_array_free(y);
-}
 
 static void check_second_order(void) {
   int shape[2] = {3, 4}, bshape[3] = {2, 3, 4};
@@ -413,7 +335,7 @@ static void check_second_order(void) {
   for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
     double lo = sc[i].kind == S_PROD ? 0.5 : -2, hi = sc[i].kind == S_PROD ? 1.5 : 2;
     mlx_array x = rand_layout(shape, 2, (int)i % 3, lo, hi), xb = tx_rand(bshape, 3, lo, hi);
-    check_second(scan_names[sc[i].kind], f_scan, &sc[i], x, xb, 1e-5);
+    tx_check_second(scan_names[sc[i].kind], f_scan, &sc[i], x, xb, 1e-5);
     mlx_array_free(x);
     mlx_array_free(xb);
   }
@@ -421,10 +343,10 @@ static void check_second_order(void) {
   struct srt so[] = {{.mode = M_SORT, .axis = 1}, {.mode = M_PARTITION, .axis = 0, .k = 1},
                      {.mode = M_TOPK, .axis = -1, .k = 2}, {.mode = M_SORT, .flat = true}};
   mlx_array x = rand_layout(shape, 2, 1, -2, 2), xb = tx_rand(bshape, 3, -2, 2);
-  check_second("softmax", f_softmax, &sm, x, xb, 1e-5);
-  check_second("softmax last axis", f_softmax, &sm1, x, xb, 1e-5);
+  tx_check_second("softmax", f_softmax, &sm, x, xb, 1e-5);
+  tx_check_second("softmax last axis", f_softmax, &sm1, x, xb, 1e-5);
   for (size_t i = 0; i < sizeof so / sizeof so[0]; i++)
-    check_second(sort_names[so[i].mode], f_sort, &so[i], x, xb, 1e-5);
+    tx_check_second(sort_names[so[i].mode], f_sort, &so[i], x, xb, 1e-5);
   mlx_array_free(x);
   mlx_array_free(xb);
 }
