@@ -412,4 +412,58 @@ static void tx_check_second(const char *name, tx_fn f, void *ctx, mlx_array x, m
   mlx_array_free(y);
 }
 
+/* Higher order for one-input functions: the vjp of f (as a function of
+ * the input and the cotangent) is differentiated and vmapped in turn, so
+ * the rules' own results must have rules. */
+
+struct tx_hv {
+  tx_fn f;
+  void *ctx;
+};
+
+/* The vjp of h->f (one input) at in[0] with cotangent in[1]. */
+static int tx_h_vjp(mlx_array *out, const mlx_array *in, int n, void *ctx) {
+  struct tx_hv *h = ctx;
+  (void)n;
+  mlx_closure cls = tx_closure(h->f, h->ctx);
+  mlx_vector_array pv = mlx_vector_array_new_data(in, 1), cv = mlx_vector_array_new_data(in + 1, 1);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
+  int rc = mlx_vjp(&r0, &r1, cls, pv, cv) || mlx_vector_array_get(out, r1, 0);
+  mlx_vector_array_free(pv);
+  mlx_vector_array_free(cv);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_closure_free(cls);
+  return rc;
+}
+
+/* grad and vmap checks of tx_h_vjp for f at an input of shape sh. */
+static void tx_check_vjp_of(const char *name, tx_fn f, void *ctx, const int *sh, int nd) {
+  struct tx_hv h = {f, ctx};
+  mlx_array x = tx_rand(sh, nd, -1, 1), y = mlx_array_new();
+  f(&y, &x, 1, ctx);
+  mlx_array_eval(y);
+  int ysh[8], ynd = (int)mlx_array_ndim(y);
+  memcpy(ysh, mlx_array_shape(y), sizeof(int) * (size_t)ynd);
+  mlx_array in[2] = {x, tx_rand(ysh, ynd, -1, 1)};
+  char buf[96];
+  snprintf(buf, sizeof buf, "vjp of %s", name);
+  tx_check_grad(buf, tx_h_vjp, &h, 2, in, 1e-6);
+  int xb[9], ub[9];
+  for (int b = 0; b < 2; b++) { /* batched at 0 and at the end */
+    int xa = b ? nd : 0, ua = b ? ynd : 0;
+    for (int i = 0, k = 0; i <= nd; i++) xb[i] = i == xa ? 3 : sh[k++];
+    for (int i = 0, k = 0; i <= ynd; i++) ub[i] = i == ua ? 3 : ysh[k++];
+    mlx_array v[2] = {tx_rand(xb, nd + 1, -1, 1), tx_rand(ub, ynd + 1, -1, 1)};
+    int axes[2] = {xa, ua};
+    snprintf(buf, sizeof buf, "vmap of the vjp of %s (%d)", name, b);
+    tx_check_vmap(buf, tx_h_vjp, &h, 2, v, axes, 1e-12);
+    mlx_array_free(v[0]);
+    mlx_array_free(v[1]);
+  }
+  mlx_array_free(in[0]);
+  mlx_array_free(in[1]);
+  mlx_array_free(y);
+}
+
 #endif
