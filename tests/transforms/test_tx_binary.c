@@ -133,41 +133,6 @@ static void check_case(const struct bin_case *c, tx_fn f, void *ctx) {
 
 /* ---- explicit vjp / jvp ---- */
 
-static int vjp_of(tx_fn f, void *ctx, int n, const mlx_array *in, mlx_array cot,
-                  mlx_array *grads) {
-  mlx_closure cls = tx_closure(f, ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array cv = mlx_vector_array_new_value(cot);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
-  int rc = mlx_vjp(&r0, &r1, cls, prim, cv);
-  for (int i = 0; i < n; i++) {
-    grads[i] = mlx_array_new();
-    if (!rc) mlx_vector_array_get(&grads[i], r1, (size_t)i);
-  }
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(cv);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
-
-static int jvp_of(tx_fn f, void *ctx, int n, const mlx_array *in, const mlx_array *tans,
-                  mlx_array *t) {
-  mlx_closure cls = tx_closure(f, ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array tv = mlx_vector_array_new_data(tans, (size_t)n);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
-  int rc = mlx_jvp(&r0, &r1, cls, prim, tv);
-  *t = mlx_array_new();
-  if (!rc) mlx_vector_array_get(t, r1, 0);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(tv);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
 
 static mlx_array vec(const double *v, int n) {
   int sh[1] = {n};
@@ -183,12 +148,12 @@ static void check_exact(const char *what, bin_fn op, const double *x, const doub
   mlx_ones_like(&ones, in[0], test_stream());
   mlx_zeros_like(&zeros, in[0], test_stream());
   mlx_array g[2], t;
-  CHECK_OK(vjp_of(f_bin, &c, 2, in, ones, g));
+  CHECK_OK(tx_vjp_grads(f_bin, &c, 2, in, ones, g));
   CHECK_CLOSE(g[0], w0, (size_t)n, 1e-12, 1e-12);
   CHECK_CLOSE(g[1], w1, (size_t)n, 1e-12, 1e-12);
   for (int k = 0; k < 2; k++) {
     mlx_array tans[2] = {k == 0 ? ones : zeros, k == 0 ? zeros : ones};
-    CHECK_OK(jvp_of(f_bin, &c, 2, in, tans, &t));
+    CHECK_OK(tx_jvp_tangent(f_bin, &c, 2, in, tans, &t));
     CHECK_CLOSE(t, k == 0 ? w0 : w1, (size_t)n, 1e-12, 1e-12);
     mlx_array_free(t);
   }
@@ -490,11 +455,11 @@ static void check_divmod(void) {
     mlx_array ones = mlx_array_new(), g[2], t;
     mlx_ones_like(&ones, in[0], test_stream());
     double zero[12] = {0};
-    CHECK_OK(vjp_of(f_divmod, (void *)(intptr_t)which, 2, in, ones, g));
+    CHECK_OK(tx_vjp_grads(f_divmod, (void *)(intptr_t)which, 2, in, ones, g));
     CHECK_CLOSE(g[0], zero, 12, 0, 0);
     CHECK_CLOSE(g[1], zero, 12, 0, 0);
     mlx_array tans[2] = {ones, ones};
-    CHECK_OK(jvp_of(f_divmod, (void *)(intptr_t)which, 2, in, tans, &t));
+    CHECK_OK(tx_jvp_tangent(f_divmod, (void *)(intptr_t)which, 2, in, tans, &t));
     CHECK_CLOSE(t, zero, 12, 0, 0);
     mlx_array_free(g[0]);
     mlx_array_free(g[1]);

@@ -169,43 +169,6 @@ static void check_second(const struct un_case *c) {
 
 /* ---- explicit vjp / jvp ---- */
 
-/* grads[0..n) of f at in with cotangent cot (new arrays). */
-static int vjp_of(tx_fn f, void *ctx, int n, const mlx_array *in, mlx_array cot,
-                  mlx_array *grads) {
-  mlx_closure cls = tx_closure(f, ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array cv = mlx_vector_array_new_value(cot);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
-  int rc = mlx_vjp(&r0, &r1, cls, prim, cv);
-  for (int i = 0; i < n; i++) {
-    grads[i] = mlx_array_new();
-    if (!rc) mlx_vector_array_get(&grads[i], r1, (size_t)i);
-  }
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(cv);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
-
-/* The tangent of f's output at in along tans (a new array in *t). */
-static int jvp_of(tx_fn f, void *ctx, int n, const mlx_array *in, const mlx_array *tans,
-                  mlx_array *t) {
-  mlx_closure cls = tx_closure(f, ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array tv = mlx_vector_array_new_data(tans, (size_t)n);
-  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
-  int rc = mlx_jvp(&r0, &r1, cls, prim, tv);
-  *t = mlx_array_new();
-  if (!rc) mlx_vector_array_get(t, r1, 0);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(tv);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
 
 /* ---- ops MLX cannot differentiate ---- */
 
@@ -239,8 +202,8 @@ static void check_nondiff(const char *name, tx_fn f, const char *needle) {
   CHECK_OK(f(&y, &x, 1, NULL));
   mlx_array ones = mlx_array_new();
   mlx_ones_like(&ones, y, test_stream());
-  CHECK_FAILS(vjp_of(f, NULL, 1, &x, ones, g), needle);
-  CHECK_FAILS(jvp_of(f, NULL, 1, &x, &x, &t), needle);
+  CHECK_FAILS(tx_vjp_grads(f, NULL, 1, &x, ones, g), needle);
+  CHECK_FAILS(tx_jvp_tangent(f, NULL, 1, &x, &x, &t), needle);
   mlx_array_free(g[0]);
   mlx_array_free(t);
   /* still vmaps (batch axes 0 and 1, and the last for view) */
@@ -294,9 +257,9 @@ static void check_stop_gradient(void) {
   for (int vm = 0; vm < 2; vm++) {
     tx_fn f = vm ? f_sg_vmapped : f_sg;
     mlx_array g[1], t;
-    CHECK_OK(vjp_of(f, NULL, 1, &x, u, g));
+    CHECK_OK(tx_vjp_grads(f, NULL, 1, &x, u, g));
     CHECK_CLOSE(g[0], want, sz, 1e-12, 1e-12);
-    CHECK_OK(jvp_of(f, NULL, 1, &x, &u, &t));
+    CHECK_OK(tx_jvp_tangent(f, NULL, 1, &x, &u, &t));
     CHECK_CLOSE(t, want, sz, 1e-12, 1e-12);
     mlx_array_free(g[0]);
     mlx_array_free(t);
@@ -319,9 +282,9 @@ static void check_nan_to_num(void) {
   mlx_ones_like(&ones, x, test_stream());
   struct un_case c = {"nan_to_num", nan_to_num, 0, 0};
   double want[5] = {1, 0, 0, 0, 1};
-  CHECK_OK(vjp_of(f_un, &c, 1, &x, ones, g));
+  CHECK_OK(tx_vjp_grads(f_un, &c, 1, &x, ones, g));
   CHECK_CLOSE(g[0], want, 5, 0, 0);
-  CHECK_OK(jvp_of(f_un, &c, 1, &x, &ones, &t));
+  CHECK_OK(tx_jvp_tangent(f_un, &c, 1, &x, &ones, &t));
   CHECK_CLOSE(t, want, 5, 0, 0);
   mlx_array_free(g[0]);
   mlx_array_free(t);
@@ -347,14 +310,14 @@ static void check_astype(void) {
   float cv[6] = {1, -2, 0.5f, 3, -0.25f, 4};
   mlx_array cot = mlx_array_new_data(cv, sh, 2, MLX_FLOAT32);
   mlx_array g[1], t;
-  CHECK_OK(vjp_of(f_astype, NULL, 1, &x, cot, g));
+  CHECK_OK(tx_vjp_grads(f_astype, NULL, 1, &x, cot, g));
   CHECK(mlx_array_dtype(g[0]) == MLX_FLOAT64);
   double want[6];
   for (int i = 0; i < 6; i++) want[i] = 2.0 * cv[i];
   CHECK_CLOSE(g[0], want, 6, 0, 0);
   mlx_array tan = tx_rand(sh, 2, -1, 1);
   double *tv = test_values(tan);
-  CHECK_OK(jvp_of(f_astype, NULL, 1, &x, &tan, &t));
+  CHECK_OK(tx_jvp_tangent(f_astype, NULL, 1, &x, &tan, &t));
   CHECK(mlx_array_dtype(t) == MLX_FLOAT32);
   for (int i = 0; i < 6; i++) want[i] = 2.0 * (float)tv[i];
   CHECK_CLOSE(t, want, 6, 1e-6, 1e-7);
@@ -413,41 +376,41 @@ static void check_complex(void) {
     mlx_complex64_t (*d)(mlx_complex64_t);
   } holo[] = {{mlx_exp, cexpf}, {mlx_sin, ccosf}, {mlx_sinh, ccoshf}};
   for (size_t k = 0; k < sizeof holo / sizeof holo[0]; k++) {
-    CHECK_OK(vjp_of(f_cx, (void *)holo[k].f, 1, &za, ca, g));
+    CHECK_OK(tx_vjp_grads(f_cx, (void *)holo[k].f, 1, &za, ca, g));
     for (int i = 0; i < N; i++) want[i] = c[i] * conjf(holo[k].d(z[i]));
     check_cx("holomorphic vjp", g[0], want, N);
-    CHECK_OK(jvp_of(f_cx, (void *)holo[k].f, 1, &za, &ta, &jt));
+    CHECK_OK(tx_jvp_tangent(f_cx, (void *)holo[k].f, 1, &za, &ta, &jt));
     for (int i = 0; i < N; i++) want[i] = t[i] * holo[k].d(z[i]);
     check_cx("holomorphic jvp", jt, want, N);
     mlx_array_free(g[0]);
     mlx_array_free(jt);
   }
   /* conjugate: conj(cot), conj(t) */
-  CHECK_OK(vjp_of(f_cx, (void *)mlx_conjugate, 1, &za, ca, g));
+  CHECK_OK(tx_vjp_grads(f_cx, (void *)mlx_conjugate, 1, &za, ca, g));
   for (int i = 0; i < N; i++) want[i] = conjf(c[i]);
   check_cx("conjugate vjp", g[0], want, N);
-  CHECK_OK(jvp_of(f_cx, (void *)mlx_conjugate, 1, &za, &ta, &jt));
+  CHECK_OK(tx_jvp_tangent(f_cx, (void *)mlx_conjugate, 1, &za, &ta, &jt));
   for (int i = 0; i < N; i++) want[i] = conjf(t[i]);
   check_cx("conjugate jvp", jt, want, N);
   mlx_array_free(g[0]);
   mlx_array_free(jt);
   /* real: cot + 0i; imag: cot * i; abs: cot * z / |z| */
-  CHECK_OK(vjp_of(f_cx, (void *)mlx_real, 1, &za, creal, g));
+  CHECK_OK(tx_vjp_grads(f_cx, (void *)mlx_real, 1, &za, creal, g));
   for (int i = 0; i < N; i++) want[i] = cr[i];
   check_cx("real vjp", g[0], want, N);
   mlx_array_free(g[0]);
-  CHECK_OK(vjp_of(f_cx, (void *)mlx_imag, 1, &za, creal, g));
+  CHECK_OK(tx_vjp_grads(f_cx, (void *)mlx_imag, 1, &za, creal, g));
   for (int i = 0; i < N; i++) want[i] = cr[i] * I;
   check_cx("imag vjp", g[0], want, N);
   mlx_array_free(g[0]);
-  CHECK_OK(vjp_of(f_cx, (void *)mlx_abs, 1, &za, creal, g));
+  CHECK_OK(tx_vjp_grads(f_cx, (void *)mlx_abs, 1, &za, creal, g));
   for (int i = 0; i < N; i++) want[i] = cr[i] * z[i] / cabsf(z[i]);
   check_cx("abs vjp", g[0], want, N);
   mlx_array_free(g[0]);
   /* real, imag, abs jvps are real: Re t, Im t, Re(t conj(z)) / |z| */
   un_fn realf[3] = {mlx_real, mlx_imag, mlx_abs};
   for (int k = 0; k < 3; k++) {
-    CHECK_OK(jvp_of(f_cx, (void *)realf[k], 1, &za, &ta, &jt));
+    CHECK_OK(tx_jvp_tangent(f_cx, (void *)realf[k], 1, &za, &ta, &jt));
     double w[N];
     for (int i = 0; i < N; i++)
       w[i] = k == 0 ? crealf(t[i]) : k == 1 ? cimagf(t[i]) : crealf(t[i] * conjf(z[i])) / cabsf(z[i]);

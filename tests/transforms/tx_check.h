@@ -466,4 +466,42 @@ static void tx_check_vjp_of(const char *name, tx_fn f, void *ctx, const int *sh,
   mlx_array_free(y);
 }
 
+/* grads[0..n) of f at in with cotangent cot (new arrays, empty on failure). */
+static int tx_vjp_grads(tx_fn f, void *ctx, int n, const mlx_array *in, mlx_array cot,
+                        mlx_array *grads) {
+  mlx_closure cls = tx_closure(f, ctx);
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array cv = mlx_vector_array_new_value(cot);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
+  int rc = mlx_vjp(&r0, &r1, cls, prim, cv);
+  for (int i = 0; i < n; i++) {
+    grads[i] = mlx_array_new();
+    if (!rc) mlx_vector_array_get(&grads[i], r1, (size_t)i);
+  }
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(cv);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_closure_free(cls);
+  return rc;
+}
+
+/* The tangent of f's output at in along tans (a new array in *t). */
+static int tx_jvp_tangent(tx_fn f, void *ctx, int n, const mlx_array *in, const mlx_array *tans,
+                          mlx_array *t) {
+  mlx_closure cls = tx_closure(f, ctx);
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array tv = mlx_vector_array_new_data(tans, (size_t)n);
+  mlx_vector_array r0 = mlx_vector_array_new(), r1 = mlx_vector_array_new();
+  int rc = mlx_jvp(&r0, &r1, cls, prim, tv);
+  *t = mlx_array_new();
+  if (!rc) mlx_vector_array_get(t, r1, 0);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(tv);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_closure_free(cls);
+  return rc;
+}
+
 #endif
