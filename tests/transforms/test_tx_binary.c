@@ -131,9 +131,6 @@ static void check_case(const struct bin_case *c, tx_fn f, void *ctx) {
   }
 }
 
-/* ---- explicit vjp / jvp ---- */
-
-
 static mlx_array vec(const double *v, int n) {
   int sh[1] = {n};
   return mlx_array_new_data(v, sh, 1, MLX_FLOAT64);

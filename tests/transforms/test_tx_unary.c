@@ -167,9 +167,6 @@ static void check_second(const struct un_case *c) {
   mlx_array_free(xb);
 }
 
-/* ---- explicit vjp / jvp ---- */
-
-
 /* ---- ops MLX cannot differentiate ---- */
 
 static int f_invert(mlx_array *out, const mlx_array *in, int n, void *ctx) {
