@@ -203,24 +203,13 @@ MASKED_RULES(minimum)
 #undef X1
 
 /* Zero cotangents and tangents (NULL results), for every output of n. */
-static int zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
-                    struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums;
-  for (int j = 0; j < nargs; j++) out[j] = NULL;
-  return 0;
-}
-static int zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan;
-  out[0] = NULL;
-  return 0;
-}
 #define ZERO_RULES(NAME)                                                                    \
   static int NAME##_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,  \
                         int nargs, struct lc_node **out) {                                  \
-    return zero_vjp(n, cot, argnums, nargs, out);                                           \
+    return lc_rule_zero_vjp(n, cot, argnums, nargs, out);                                   \
   }                                                                                         \
   static int NAME##_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) { \
-    return zero_jvp(n, tan, out);                                                           \
+    return lc_rule_zero_jvp(n, tan, out);                                                   \
   }
 ZERO_RULES(floor_divide)
 ZERO_RULES(equal)
@@ -579,7 +568,7 @@ static int divmod_vmap(struct lc_node *n, struct lc_node *const *in, const int *
 }
 const struct lc_prim lc_prim_divmod = {.name = "divmod",
                                        .eval_cpu = divmod_eval,
-                                       .vjp = zero_vjp,
+                                       .vjp = lc_rule_zero_vjp,
                                        .jvp = divmod_jvp,
                                        .vmap = divmod_vmap};
 

@@ -260,14 +260,8 @@ static int rope_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
     return lc_error("vmap: rope with batched frequencies is not supported");
   int B = lc_rule_batch_size(n->nin, in, ax);
   struct lc_fx s = {.n = 0};
-  struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front(in[0], ax[0], true)), *r = NULL;
+  struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front_full(in[0], ax[0], B)), *r = NULL;
   *out_ax = 0;
-  if (x && x->shape[0] != B) {
-    int sh[x->ndim];
-    memcpy(sh, x->shape, sizeof(int) * (size_t)x->ndim);
-    sh[0] = B;
-    x = lc_fx_own(&s, lc_broadcast_to(x, x->ndim, sh));
-  }
   if (!x) goto done;
   if (ax[1] == -1 && n->in[1]->size == 1) {
     r = rope_like(n, x, in[1], false);

@@ -1180,22 +1180,10 @@ fail:
   return 1;
 }
 
-/* x with its batch axis first and of extent B (unbatched x broadcast). */
-static struct lc_node *batch_full(struct lc_node *x, int ax, int B) {
-  struct lc_node *f = lc_rule_batch_front(x, ax, true);
-  if (!f || f->shape[0] == B) return f;
-  int sh[f->ndim];
-  memcpy(sh, f->shape, sizeof(int) * (size_t)f->ndim);
-  sh[0] = B;
-  struct lc_node *r = lc_broadcast_to(f, f->ndim, sh);
-  lc_node_release(f);
-  return r;
-}
-
 /* (B, idx shape): idx (batched or not) plus b * rows for the matrices of
  * an operand that is batched (its B x rows matrices flattened). */
 static struct lc_node *batch_indices(struct lc_node *idx, int iax, int B, bool shift, int rows) {
-  struct lc_node *f = batch_full(idx, iax, B);
+  struct lc_node *f = lc_rule_batch_front_full(idx, iax, B);
   if (!f || !shift) return f;
   int sh[f->ndim];
   sh[0] = B;
@@ -1260,7 +1248,7 @@ static struct lc_node *example(struct lc_node *x, int ax, int b) {
 static int segmented_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax, int B,
                           struct lc_node **out) {
   if (ax[0] == -1 && ax[1] == -1) {
-    struct lc_node *seg = batch_full(in[2], ax[2], B);
+    struct lc_node *seg = lc_rule_batch_front_full(in[2], ax[2], B);
     if (!seg) return 1;
     struct matmul_params p = *mm_params(n);
     p.nb++;
@@ -1304,7 +1292,7 @@ static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *
   struct lc_node *ins[3] = {NULL, NULL, NULL};
   int k = 0, rc = 1;
   for (; k < n->nin; k++)
-    if (!(ins[k] = batch_full(in[k], ax[k], B))) goto done;
+    if (!(ins[k] = lc_rule_batch_front_full(in[k], ax[k], B))) goto done;
   {
     struct matmul_params q = *p;
     q.nb++;

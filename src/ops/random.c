@@ -146,20 +146,6 @@ static int bits_eval(struct lc_node *n) {
   return 0;
 }
 
-/* Integer output: no cotangent or tangent reaches the key. */
-static int bits_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
-                    struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums;
-  for (int j = 0; j < nargs; j++) out[j] = NULL;
-  return 0;
-}
-
-static int bits_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan;
-  out[0] = NULL;
-  return 0;
-}
-
 /* A batch of keys (B, ..., 2) draws B blocks of the per-key shape: the
  * evaluator gives key i the i-th contiguous block, the bits that key alone
  * would give (as MLX's vmap of random bits). */
@@ -178,8 +164,8 @@ static int bits_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_random_bits = {.name = "random_bits",
                                             .eval_cpu = bits_eval,
-                                            .vjp = bits_vjp,
-                                            .jvp = bits_jvp,
+                                            .vjp = lc_rule_zero_vjp,
+                                            .jvp = lc_rule_zero_jvp,
                                             .vmap = bits_vmap};
 
 /* bits with an already resolved key (borrowed). */

@@ -402,16 +402,7 @@ static int batched_like(struct lc_node *n, struct lc_node *const *in, const int 
   int B = lc_rule_batch_size(n->nin, in, ax), rc = 1, k = 0;
   struct lc_node *ins[4] = {NULL};
   for (; k < n->nin; k++) {
-    struct lc_node *f = lc_rule_batch_front(in[k], ax[k], true);
-    if (f && f->shape[0] != B) {
-      int sh[f->ndim];
-      memcpy(sh, f->shape, sizeof(int) * (size_t)f->ndim);
-      sh[0] = B;
-      struct lc_node *b = lc_broadcast_to(f, f->ndim, sh);
-      lc_node_release(f);
-      f = b;
-    }
-    if (!(ins[k] = f)) goto done;
+    if (!(ins[k] = lc_rule_batch_front_full(in[k], ax[k], B))) goto done;
   }
   {
     int sh[n->ndim + 1];
@@ -458,20 +449,6 @@ const struct lc_prim lc_prim_random_cnormal = {.name = "random_cnormal",
                                                .vjp = cnormal_vjp,
                                                .jvp = cnormal_jvp,
                                                .vmap = cnormal_vmap};
-
-/* Integer (index) outputs: zero cotangents and tangents. */
-static int int_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
-                   struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums;
-  for (int j = 0; j < nargs; j++) out[j] = NULL;
-  return 0;
-}
-
-static int int_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan;
-  out[0] = NULL;
-  return 0;
-}
 
 /* ---- categorical: argmax over axis of gumbel noise + logits ---- */
 
@@ -528,8 +505,8 @@ static int categorical_vmap(struct lc_node *n, struct lc_node *const *in, const 
 
 const struct lc_prim lc_prim_random_categorical = {.name = "random_categorical",
                                                    .eval_cpu = categorical_eval,
-                                                   .vjp = int_vjp,
-                                                   .jvp = int_jvp,
+                                                   .vjp = lc_rule_zero_vjp,
+                                                   .jvp = lc_rule_zero_jvp,
                                                    .vmap = categorical_vmap};
 
 /* ---- argsort of 1-d uint32 bits (stable), the permutation ---- */
@@ -589,8 +566,8 @@ done:
 
 const struct lc_prim lc_prim_random_argsort = {.name = "random_argsort",
                                                .eval_cpu = argsort_eval,
-                                               .vjp = int_vjp,
-                                               .jvp = int_jvp,
+                                               .vjp = lc_rule_zero_vjp,
+                                               .jvp = lc_rule_zero_jvp,
                                                .vmap = argsort_vmap};
 
 /* ---- x reordered along an axis by a uint32 index vector ---- */

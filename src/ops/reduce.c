@@ -424,17 +424,6 @@ static int arg_reduce_eval(struct lc_node *n) {
 /* Indices have no cotangent or tangent (vjp/jvp give zeros, as MLX). vmap:
  * batch first; over one axis the axis shifts by one, over the whole array
  * each example is flattened. */
-static int arg_reduce_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
-                          int nargs, struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums, (void)nargs, (void)out;
-  return 0;
-}
-
-static int arg_reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan, (void)out;
-  return 0;
-}
-
 static int arg_reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                            struct lc_node **out, int *out_ax) {
   const int *p = n->params;
@@ -462,8 +451,8 @@ static int arg_reduce_vmap(struct lc_node *n, struct lc_node *const *in, const i
 const struct lc_prim lc_prim_arg_reduce = {.name = "arg_reduce",
                                            .flags = LC_PF_REDUCE,
                                            .eval_cpu = arg_reduce_eval,
-                                           .vjp = arg_reduce_vjp,
-                                           .jvp = arg_reduce_jvp,
+                                           .vjp = lc_rule_zero_vjp,
+                                           .jvp = lc_rule_zero_jvp,
                                            .vmap = arg_reduce_vmap};
 
 /* ---- transformation rules ----

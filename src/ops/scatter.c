@@ -209,13 +209,13 @@ static int scatter_vmap(struct lc_node *n, struct lc_node *const *in, const int 
     rc = !(out[0] = lc_scatter(x, nax, in + 1, u2, ax2, mode));
     goto done;
   }
-  if (!(x = lc_batch_front_full(in[0], ax[0], b))) goto done;
+  if (!(x = lc_rule_batch_front_full(in[0], ax[0], b))) goto done;
   for (; made < nax; made++)
     if (!(idx[made] = lc_rule_batch_front(in[1 + made], ax[1 + made], true))) goto done;
   if (!(idx[made++] = lc_batch_iota(b, ind + 1))) goto done;
   ax2[nax] = 0;
   int one_at = 1 + ind;
-  if (!(uf = lc_batch_front_full(in[1 + nax], ax[1 + nax], b)) ||
+  if (!(uf = lc_rule_batch_front_full(in[1 + nax], ax[1 + nax], b)) ||
       !(u2 = lc_expand_dims(uf, 1, &one_at)))
     goto done;
   rc = !(out[0] = lc_scatter(x, nax + 1, idx, u2, ax2, mode));
@@ -557,8 +557,8 @@ static int slice_update_vmap(struct lc_node *n, struct lc_node *const *in, const
     q[1 + d] = start[d];
     q[nd + 2 + d] = start[nd + d];
   }
-  struct lc_node *x = lc_batch_front_full(in[0], ax[0], b);
-  struct lc_node *u = x ? lc_batch_front_full(in[1], ax[1], b) : NULL;
+  struct lc_node *x = lc_rule_batch_front_full(in[0], ax[0], b);
+  struct lc_node *u = x ? lc_rule_batch_front_full(in[1], ax[1], b) : NULL;
   out[0] = u ? lc_slice_update_norm(x, u, q, p[0]) : NULL;
   lc_node_release(x);
   lc_node_release(u);
@@ -674,8 +674,8 @@ static int dsu_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
   const struct lc_node *u0 = n->in[1];
   int b = lc_rule_batch_size(n->nin, in, ax), ax2[naxes + 1], made = 0, rc = 1;
   struct lc_node *idx[naxes + 1], *st = NULL, *u2 = NULL;
-  struct lc_node *x = lc_batch_front_full(in[0], ax[0], b);
-  struct lc_node *u = x ? lc_batch_front_full(in[1], ax[1], b) : NULL;
+  struct lc_node *x = lc_rule_batch_front_full(in[0], ax[0], b);
+  struct lc_node *u = x ? lc_rule_batch_front_full(in[1], ax[1], b) : NULL;
   *out_ax = 0;
   if (!u) goto done;
   if (ax[2] == -1) {
@@ -868,15 +868,15 @@ static int masked_scatter_vmap(struct lc_node *n, struct lc_node *const *in, con
   int row[2] = {b, (int)per}, vrow[2] = {b, (int)vper}, sh[nd + 1];
   sh[0] = b;
   memcpy(sh + 1, n->shape, sizeof(int) * (size_t)nd);
-  struct lc_node *x = lc_batch_front_full(in[0], ax[0], b), *xf = NULL, *m = NULL, *mf = NULL;
+  struct lc_node *x = lc_rule_batch_front_full(in[0], ax[0], b), *xf = NULL, *m = NULL, *mf = NULL;
   struct lc_node *v = NULL, *vf = NULL, *slot = NULL, *cap = NULL, *sc = NULL, *g = NULL, *w = NULL;
   if (!x) goto done;
   if (vper == 0) { /* nothing can be masked */
     rc = !(out[0] = lc_node_retain(x));
     goto done;
   }
-  if (!(xf = lc_reshape(x, 2, row)) || !(m = lc_batch_front_full(in[1], ax[1], b)) ||
-      !(mf = lc_reshape(m, 2, row)) || !(v = lc_batch_front_full(in[2], ax[2], b)) ||
+  if (!(xf = lc_reshape(x, 2, row)) || !(m = lc_rule_batch_front_full(in[1], ax[1], b)) ||
+      !(mf = lc_reshape(m, 2, row)) || !(v = lc_rule_batch_front_full(in[2], ax[2], b)) ||
       !(vf = lc_reshape(v, 2, vrow)) || !(slot = value_slots(mf)) ||
       !(cap = lc_node_new_scalar(MLX_INT32, (double)(vper - 1))) ||
       !(sc = lc_minimum(slot, cap)) || !(g = lc_take_along_axis(vf, sc, 1)) ||

@@ -121,7 +121,7 @@ static int concatenate_vmap(struct lc_node *n, struct lc_node *const *in, const 
   struct lc_node **t = malloc(sizeof *t * (size_t)n->nin);
   if (!t) return lc_error("out of memory");
   for (; k < n->nin; k++)
-    if (!(t[k] = lc_batch_front_full(in[k], ax[k], b))) goto done;
+    if (!(t[k] = lc_rule_batch_front_full(in[k], ax[k], b))) goto done;
   rc = !(out[0] = lc_concatenate(n->nin, t, axis + 1));
   *out_ax = 0;
 done:

@@ -28,10 +28,6 @@ struct lc_node *lc_slice_update_norm(struct lc_node *src, struct lc_node *update
  * length). The adjoint of lc_diagonal. Defined in shape_views.c. */
 struct lc_node *lc_embed_diagonal(struct lc_node *v, int n1, int n2, int offset);
 
-/* x with its batch axis (ax, -1 = none) at the front, an unbatched x
- * broadcast along a new leading axis of extent b. New reference. */
-struct lc_node *lc_batch_front_full(struct lc_node *x, int ax, int b);
-
 /* The integers 0..b-1 (int32) shaped [b, 1, ..., 1] with ndim axes, for
  * indexing the batch axis next to index arrays of ndim - 1 axes. */
 struct lc_node *lc_batch_iota(int b, int ndim);

@@ -318,7 +318,7 @@ static int remap_vmap(struct lc_node *n, struct lc_node *const *in, const int *a
   }
   *out_ax = 0;
   bool fill_batched = n->nin > 1 && ax[1] != -1;
-  struct lc_node *x = lc_batch_front_full(in[0], ax[0], b);
+  struct lc_node *x = lc_rule_batch_front_full(in[0], ax[0], b);
   if (!x) return 1;
   if (!fill_batched) {
     out[0] = remap_new(x, sh, m2, n->nin > 1 ? in[1] : NULL);

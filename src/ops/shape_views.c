@@ -759,17 +759,6 @@ struct lc_node *lc_embed_diagonal(struct lc_node *v, int n1, int n2, int offset)
   return r;
 }
 
-struct lc_node *lc_batch_front_full(struct lc_node *x, int ax, int b) {
-  struct lc_node *f = lc_rule_batch_front(x, ax, true);
-  if (!f || ax != -1) return f;
-  int sh[f->ndim];
-  memcpy(sh, f->shape, sizeof sh);
-  sh[0] = b;
-  struct lc_node *r = lc_broadcast_to(f, f->ndim, sh);
-  lc_node_release(f);
-  return r;
-}
-
 struct lc_node *lc_batch_iota(int b, int ndim) {
   int sh[ndim > 0 ? ndim : 1];
   for (int d = 0; d < ndim; d++) sh[d] = d ? 1 : b;

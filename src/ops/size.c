@@ -46,7 +46,8 @@ static int noe_eval(struct lc_node *n) {
   return 0;
 }
 
-/* 0-d whatever the input's shape. */
+/* 0-d whatever the input's shape; independent of its values (zero vjp
+ * and jvp). */
 static int noe_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
                      int *shape) {
   (void)params, (void)nin, (void)in, (void)shape;
@@ -68,22 +69,9 @@ static int noe_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
   return !out[0];
 }
 
-static int noe_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
-                   struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums;
-  for (int j = 0; j < nargs; j++) out[j] = NULL; /* independent of the values */
-  return 0;
-}
-
-static int noe_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan;
-  out[0] = NULL;
-  return 0;
-}
-
 const struct lc_prim lc_prim_number_of_elements = {.name = "number_of_elements",
                                                    .eval_cpu = noe_eval,
-                                                   .vjp = noe_vjp,
-                                                   .jvp = noe_jvp,
+                                                   .vjp = lc_rule_zero_vjp,
+                                                   .jvp = lc_rule_zero_jvp,
                                                    .vmap = noe_vmap,
                                                    .output_shape = noe_shape};

@@ -485,19 +485,6 @@ static int nan_to_num_jvp(struct lc_node *n, struct lc_node *const *tan, struct 
 }
 #undef X
 
-/* Piecewise constant outputs: zero cotangents and tangents. */
-static int zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
-                    struct lc_node **out) {
-  (void)n, (void)cot, (void)argnums;
-  for (int j = 0; j < nargs; j++) out[j] = NULL;
-  return 0;
-}
-static int zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  (void)n, (void)tan;
-  out[0] = NULL;
-  return 0;
-}
-
 /* Ops MLX does not differentiate. */
 static int nondiff_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
                        int nargs, struct lc_node **out) {
@@ -519,7 +506,7 @@ static int nondiff_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_
                                          .jvp = JVP,                                        \
                                          .vmap = lc_rule_vmap_elementwise};
 #define PRIM_RULES(NAME) PRIM(NAME, NAME##_vjp, NAME##_jvp)
-#define PRIM_ZERO(NAME) PRIM(NAME, zero_vjp, zero_jvp)
+#define PRIM_ZERO(NAME) PRIM(NAME, lc_rule_zero_vjp, lc_rule_zero_jvp)
 #define PRIM_NONDIFF(NAME) PRIM(NAME, nondiff_vjp, nondiff_jvp)
 
 PRIM_RULES(abs)
@@ -686,8 +673,8 @@ static int stop_gradient_vmap(struct lc_node *n, struct lc_node *const *in, cons
 const struct lc_prim lc_prim_stop_gradient = {.name = "stop_gradient",
                                               .flags = LC_PF_VIEW,
                                               .eval_cpu = stop_gradient_eval,
-                                              .vjp = zero_vjp,
-                                              .jvp = zero_jvp,
+                                              .vjp = lc_rule_zero_vjp,
+                                              .jvp = lc_rule_zero_jvp,
                                               .vmap = stop_gradient_vmap};
 
 /* Bitcast: shares the input's buffer when it is row-major contiguous at a

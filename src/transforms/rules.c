@@ -35,6 +35,17 @@ struct lc_node *lc_rule_batch_front(struct lc_node *x, int ax, bool expand) {
   return ax == 0 ? lc_node_retain(x) : lc_moveaxis(x, ax, 0);
 }
 
+struct lc_node *lc_rule_batch_front_full(struct lc_node *x, int ax, int b) {
+  struct lc_node *f = lc_rule_batch_front(x, ax, true);
+  if (!f || ax != -1 || b == 1) return f;
+  int sh[f->ndim];
+  memcpy(sh, f->shape, sizeof sh);
+  sh[0] = b;
+  struct lc_node *r = lc_broadcast_to(f, f->ndim, sh);
+  lc_node_release(f);
+  return r;
+}
+
 int lc_rule_batch_size(int nin, struct lc_node *const *in, const int *ax) {
   for (int k = 0; k < nin; k++)
     if (ax[k] != -1) return in[k]->shape[ax[k]];
@@ -61,6 +72,19 @@ int lc_rule_vmap_elementwise(struct lc_node *n, struct lc_node *const *in, const
 done:
   lc_rule_release(args, k);
   return rc;
+}
+
+int lc_rule_zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out) {
+  (void)n, (void)cot, (void)argnums;
+  for (int j = 0; j < nargs; j++) out[j] = NULL;
+  return 0;
+}
+
+int lc_rule_zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  (void)n, (void)tan;
+  out[0] = NULL; /* a tuple's other entries arrive NULL */
+  return 0;
 }
 
 struct lc_node *lc_rule_clone(struct lc_node *n, struct lc_node *const *in) {

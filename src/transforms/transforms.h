@@ -68,6 +68,10 @@ struct lc_node *lc_rule_unbroadcast(struct lc_node *cot, int ndim, const int *sh
  * batched operands), else returned as is. New reference. */
 struct lc_node *lc_rule_batch_front(struct lc_node *x, int ax, bool expand);
 
+/* x with its batch axis (ax, -1 = none) at the front, an unbatched x
+ * broadcast along a new leading axis of extent b. New reference. */
+struct lc_node *lc_rule_batch_front_full(struct lc_node *x, int ax, int b);
+
 /* The batch size of a vmap rule's batched inputs. */
 int lc_rule_batch_size(int nin, struct lc_node *const *in, const int *ax);
 
@@ -75,6 +79,13 @@ int lc_rule_batch_size(int nin, struct lc_node *const *in, const int *ax);
  * unbatched inputs broadcast, then the same op. */
 int lc_rule_vmap_elementwise(struct lc_node *n, struct lc_node *const *in, const int *ax,
                              struct lc_node **out, int *out_ax);
+
+/* Rules of outputs that do not depend on the inputs' values (comparisons,
+ * integer and index outputs, shape-derived values): every result zero
+ * (NULL). */
+int lc_rule_zero_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out);
+int lc_rule_zero_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
 
 /* A node of n's op, params, dtype and shape over new inputs (shape-
  * preserving replacement; used when a node's inputs changed but not their
