@@ -32,54 +32,74 @@ struct frame {
   int next; /* next input to visit */
 };
 
-int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_tape *tape) {
+struct walk {
+  struct lc_ptrmap seen;
+  struct frame *stack;
+  size_t top, cap;
+  struct lc_tape *tape;
+  int (*step)(const struct lc_node *n, void *ctx);
+  void *ctx;
+};
+
+/* Reaches n: lists it now (STOP), later (DESCEND: a frame on the stack)
+ * or never (SKIP, or already reached). 0, or 1 after reporting. */
+static int reach(struct walk *w, struct lc_node *n) {
+  if (lc_ptrmap_get(&w->seen, n, NULL)) return 0;
+  if (lc_ptrmap_put(&w->seen, n, 0)) return 1;
+  int st = w->step(n, w->ctx);
+  if (st == LC_WALK_SKIP) return 0;
+  if (st == LC_WALK_STOP) return push(w->tape, n);
+  if (w->top == w->cap) {
+    size_t ncap = w->cap ? w->cap * 2 : 256;
+    struct frame *ns = realloc(w->stack, ncap * sizeof *ns);
+    if (!ns) return lc_error("out of memory");
+    w->stack = ns;
+    w->cap = ncap;
+  }
+  w->stack[w->top++] = (struct frame){n, 0};
+  return 0;
+}
+
+int lc_graph_walk(struct lc_node *const *outs, size_t nout,
+                  int (*step)(const struct lc_node *n, void *ctx), void *ctx,
+                  struct lc_tape *tape) {
   tape->nodes = NULL;
   tape->len = tape->cap = 0;
-  struct lc_ptrmap seen;
-  lc_ptrmap_init(&seen);
-  struct frame *stack = NULL;
-  size_t top = 0, cap = 0;
+  struct walk w = {.tape = tape, .step = step, .ctx = ctx};
+  lc_ptrmap_init(&w.seen);
   int rc = 1;
   for (size_t o = 0; o < nout; o++) {
-    struct lc_node *root = outs[o];
-    if ((root->buf && !(all && root->nin)) || lc_ptrmap_get(&seen, root, NULL)) continue;
-    if (lc_ptrmap_put(&seen, root, 0)) goto done;
-    if (top == cap) {
-      cap = cap ? cap * 2 : 256;
-      struct frame *ns = realloc(stack, cap * sizeof *ns);
-      if (!ns) { lc_error("out of memory"); goto done; }
-      stack = ns;
-    }
-    stack[top++] = (struct frame){root, 0};
-    while (top) {
-      struct frame *f = &stack[top - 1];
-      if (f->next == f->node->nin) {
+    if (reach(&w, outs[o])) goto done;
+    while (w.top) {
+      struct frame *f = &w.stack[w.top - 1];
+      if (f->next < f->node->nin) {
+        if (reach(&w, f->node->in[f->next++])) goto done;
+      } else {
         if (push(tape, f->node)) goto done;
-        top--;
-        continue;
+        w.top--;
       }
-      struct lc_node *c = f->node->in[f->next++];
-      if ((c->buf && !(all && c->nin)) || lc_ptrmap_get(&seen, c, NULL)) continue;
-      if (lc_ptrmap_put(&seen, c, 0)) goto done;
-      if (top == cap) {
-        cap *= 2;
-        struct frame *ns = realloc(stack, cap * sizeof *ns);
-        if (!ns) { lc_error("out of memory"); goto done; }
-        stack = ns;
-      }
-      stack[top++] = (struct frame){c, 0};
     }
   }
   rc = 0;
 done:
-  free(stack);
-  lc_ptrmap_free(&seen);
+  free(w.stack);
+  lc_ptrmap_free(&w.seen);
   if (rc) {
     free(tape->nodes);
     tape->nodes = NULL;
     tape->len = tape->cap = 0;
   }
   return rc;
+}
+
+/* Evaluated nodes are skipped (with `all`, only those without inputs). */
+static int tape_step(const struct lc_node *n, void *ctx) {
+  bool all = *(const int *)ctx;
+  return n->buf && !(all && n->nin) ? LC_WALK_SKIP : LC_WALK_DESCEND;
+}
+
+int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_tape *tape) {
+  return lc_graph_walk(outs, nout, tape_step, &all, tape);
 }
 
 int lc_eval(struct lc_node *const *outs, size_t nout) {

@@ -21,6 +21,15 @@ struct lc_tape {
  * `all`, evaluated nodes with inputs are walked through too (for compile). */
 int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_tape *tape);
 
+/* The general walk under lc_graph_tape: step(n, ctx) says, for each node
+ * reached (once), whether it is left out (SKIP), listed without visiting
+ * its inputs (STOP), or listed after its inputs (DESCEND). 0, or 1 after
+ * reporting; on success the caller frees tape->nodes. */
+enum { LC_WALK_SKIP, LC_WALK_STOP, LC_WALK_DESCEND };
+int lc_graph_walk(struct lc_node *const *outs, size_t nout,
+                  int (*step)(const struct lc_node *n, void *ctx), void *ctx,
+                  struct lc_tape *tape);
+
 /* Evaluates outs (any may already be evaluated). 0, or 1 after reporting. */
 int lc_eval(struct lc_node *const *outs, size_t nout);
 

@@ -1,31 +1,15 @@
-/* The transform engines' graph walk: an iterative depth-first search from
- * the outputs that stops at tracers, so an enclosing trace's graph below
- * the tracers is never visited. */
+/* The transform engines' graph walk (lc_graph_walk) stops at tracers, so
+ * an enclosing trace's graph below the tracers is never visited, then marks
+ * what depends on them. */
 #include "transforms/walk.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "ops/prim.h"
 #include "ops/tuple.h"
-
-struct frame {
-  struct lc_node *node;
-  int next;
-};
-
-static int push_node(struct lc_twalk *w, struct lc_node *n) {
-  if (w->len == w->cap) {
-    size_t ncap = w->cap ? w->cap * 2 : 64;
-    struct lc_node **nn = realloc(w->nodes, ncap * sizeof *nn);
-    if (!nn) return lc_error("out of memory");
-    w->nodes = nn;
-    w->cap = ncap;
-  }
-  w->nodes[w->len++] = n;
-  return 0;
-}
 
 /* Whether the walk goes below n. */
 static bool descend(const struct lc_ptrmap *trs, const struct lc_node *n, bool block_stop) {
@@ -33,47 +17,32 @@ static bool descend(const struct lc_ptrmap *trs, const struct lc_node *n, bool b
   return !(block_stop && n->op == LC_OP_STOP_GRADIENT);
 }
 
+struct step_ctx {
+  const struct lc_ptrmap *trs;
+  bool block_stop;
+};
+
+/* Tracers, leaves and (block_stop) stop_gradient are listed but not
+ * walked below. */
+static int step(const struct lc_node *n, void *ctx) {
+  const struct step_ctx *c = ctx;
+  return descend(c->trs, n, c->block_stop) ? LC_WALK_DESCEND : LC_WALK_STOP;
+}
+
 int lc_twalk_build(struct lc_twalk *w, int ntr, struct lc_node *const *tr, int nout,
                    struct lc_node *const *outs, bool block_stop) {
   memset(w, 0, sizeof *w);
   lc_ptrmap_init(&w->pos);
-  struct lc_ptrmap trs, seen;
+  struct lc_ptrmap trs;
   lc_ptrmap_init(&trs);
-  lc_ptrmap_init(&seen);
-  struct frame *stack = NULL;
-  size_t top = 0, cap = 0;
   int rc = 1;
   for (int i = 0; i < ntr; i++)
     if (lc_ptrmap_put(&trs, tr[i], 0)) goto done;
-  for (int o = 0; o < nout; o++) {
-    if (lc_ptrmap_get(&seen, outs[o], NULL)) continue;
-    if (lc_ptrmap_put(&seen, outs[o], 0)) goto done;
-    if (top == cap) {
-      cap = cap ? cap * 2 : 64;
-      struct frame *ns = realloc(stack, cap * sizeof *ns);
-      if (!ns) { lc_error("out of memory"); goto done; }
-      stack = ns;
-    }
-    stack[top++] = (struct frame){outs[o], 0};
-    while (top) {
-      struct frame *f = &stack[top - 1];
-      if (f->next == f->node->nin || !descend(&trs, f->node, block_stop)) {
-        if (push_node(w, f->node)) goto done;
-        top--;
-        continue;
-      }
-      struct lc_node *c = f->node->in[f->next++];
-      if (lc_ptrmap_get(&seen, c, NULL)) continue;
-      if (lc_ptrmap_put(&seen, c, 0)) goto done;
-      if (top == cap) {
-        cap *= 2;
-        struct frame *ns = realloc(stack, cap * sizeof *ns);
-        if (!ns) { lc_error("out of memory"); goto done; }
-        stack = ns;
-      }
-      stack[top++] = (struct frame){c, 0};
-    }
-  }
+  struct step_ctx sc = {&trs, block_stop};
+  struct lc_tape tape;
+  if (lc_graph_walk(outs, (size_t)nout, step, &sc, &tape)) goto done;
+  w->nodes = tape.nodes;
+  w->len = tape.len;
   w->dep = calloc(w->len + 1, 1);
   w->tracer = calloc(w->len + 1, 1);
   w->tnout = calloc(w->len + 1, sizeof *w->tnout);
@@ -98,9 +67,7 @@ int lc_twalk_build(struct lc_twalk *w, int ntr, struct lc_node *const *tr, int n
   }
   rc = 0;
 done:
-  free(stack);
   lc_ptrmap_free(&trs);
-  lc_ptrmap_free(&seen);
   if (rc) lc_twalk_free(w);
   return rc;
 }

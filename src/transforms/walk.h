@@ -20,7 +20,7 @@
  *    number of outputs. */
 struct lc_twalk {
   struct lc_node **nodes; /* borrowed */
-  size_t len, cap;
+  size_t len;
   struct lc_ptrmap pos;
   unsigned char *dep, *tracer;
   int *tnout;
