@@ -24,23 +24,29 @@ struct lc_node *lc_tracer(struct lc_node *x) {
   return lc_node_new_op(LC_OP_BROADCAST, x->dtype, x->ndim, x->shape, 1, &x, NULL, 0);
 }
 
-/* *acc += v (v consumed; shape and dtype checked against `like`). */
-static int accumulate(struct lc_node **acc, struct lc_node *v, const struct lc_node *like,
-                      const char *what, const char *prim) {
+/* v (consumed) checked to have like's shape and cast to its dtype; NULL
+ * after reporting. `what` names the rule kind, prim the primitive. */
+static struct lc_node *conform(struct lc_node *v, const struct lc_node *like, const char *what,
+                               const char *prim) {
   if (!lc_shape_equal(v->ndim, v->shape, like->ndim, like->shape)) {
     char a[64], b[64];
     lc_error("internal: the %s rule of %s gave shape %s for an array of shape %s", what, prim,
              lc_shape_str(v->ndim, v->shape, a, sizeof a),
              lc_shape_str(like->ndim, like->shape, b, sizeof b));
     lc_node_release(v);
-    return 1;
+    return NULL;
   }
-  if (v->dtype != like->dtype) {
-    struct lc_node *c = lc_astype(v, like->dtype);
-    lc_node_release(v);
-    if (!c) return 1;
-    v = c;
-  }
+  if (v->dtype == like->dtype) return v;
+  struct lc_node *c = lc_astype(v, like->dtype);
+  lc_node_release(v);
+  return c;
+}
+
+/* *acc += v (v consumed, conformed to `like`; the sum of two arrays of
+ * one dtype keeps it). */
+static int accumulate(struct lc_node **acc, struct lc_node *v, const struct lc_node *like,
+                      const char *what, const char *prim) {
+  if (!(v = conform(v, like, what, prim))) return 1;
   if (!*acc) {
     *acc = v;
     return 0;
@@ -48,12 +54,6 @@ static int accumulate(struct lc_node **acc, struct lc_node *v, const struct lc_n
   struct lc_node *s = lc_add(*acc, v);
   lc_node_release(v);
   if (!s) return 1;
-  if (s->dtype != like->dtype) { /* add promotes only equal dtypes to themselves */
-    struct lc_node *c = lc_astype(s, like->dtype);
-    lc_node_release(s);
-    if (!c) return 1;
-    s = c;
-  }
   lc_node_release(*acc);
   *acc = s;
   return 0;
@@ -216,26 +216,8 @@ int lc_jvp_graph(int nprim, struct lc_node *const *prim, struct lc_node *const *
       goto done;
     }
     if (p->jvp(n, tin, out)) goto done;
-    int no = w.tnout[i] ? w.tnout[i] : 1;
-    for (int k = 0; k < no; k++) {
-      const struct lc_node *like = w.tnout[i] ? NULL : n;
-      if (!out[k] || !like) continue;
-      if (!lc_shape_equal(out[k]->ndim, out[k]->shape, like->ndim, like->shape)) {
-        char a[64], b[64];
-        lc_error("internal: the jvp rule of %s gave shape %s for an output of shape %s", p->name,
-                 lc_shape_str(out[k]->ndim, out[k]->shape, a, sizeof a),
-                 lc_shape_str(like->ndim, like->shape, b, sizeof b));
-        lc_node_release(one[0]);
-        goto done;
-      }
-      if (out[k]->dtype != like->dtype) {
-        struct lc_node *c = lc_astype(out[k], like->dtype);
-        lc_node_release(out[k]);
-        out[k] = c;
-        if (!c) goto done;
-      }
-    }
-    if (!w.tnout[i]) tans[i] = one[0];
+    /* (a tuple's tangents, one per output, are kept as its rule gives them) */
+    if (!w.tnout[i] && one[0] && !(tans[i] = conform(one[0], n, "jvp", p->name))) goto done;
   }
   for (int o = 0; o < nout; o++) {
     long j = lc_twalk_dep(&w, outs[o]);
