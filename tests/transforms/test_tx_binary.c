@@ -178,45 +178,18 @@ static void check_special(void) {
 
 /* ---- second derivatives ---- */
 
-struct grad_ctx {
-  tx_fn f;
-  void *ctx;
-  int arg;
-};
-
-/* d f / d in[arg] with a cotangent of ones, as a function. */
-static int f_grad(mlx_array *out, const mlx_array *in, int n, void *ctx) {
-  struct grad_ctx *c = ctx;
-  mlx_array y = mlx_array_new(), ones = mlx_array_new(), g = mlx_array_new();
-  mlx_closure cls = tx_closure(c->f, c->ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array cot = mlx_vector_array_new(), r0 = mlx_vector_array_new(),
-                   r1 = mlx_vector_array_new();
-  int rc = c->f(&y, in, n, c->ctx) || mlx_ones_like(&ones, y, test_stream()) ||
-           mlx_vector_array_append_value(cot, ones) || mlx_vjp(&r0, &r1, cls, prim, cot) ||
-           mlx_vector_array_get(&g, r1, (size_t)c->arg) || mlx_array_set(out, g);
-  mlx_array_free(y);
-  mlx_array_free(ones);
-  mlx_array_free(g);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(cot);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
 
 static void check_second(tx_fn f, void *ctx, const char *name, const double *dom) {
   char label[96];
   int sh[2] = {test_randint(1, 3), test_randint(2, 4)};
   for (int arg = 0; arg < 2; arg++) {
-    struct grad_ctx g = {f, ctx, arg};
+    struct tx_grad_ctx g = {f, ctx, arg};
     mlx_array in[2] = {tx_rand(sh, 2, dom[0], dom[1]), tx_rand(sh, 2, dom[2], dom[3])};
     snprintf(label, sizeof label, "grad of grad %s, d/dx%d", name, arg);
-    tx_check_grad(label, f_grad, &g, 2, in, 1e-5);
+    tx_check_grad(label, tx_f_grad, &g, 2, in, 1e-5);
     int ax[2] = {0, 0};
     snprintf(label, sizeof label, "vmap of grad %s, d/dx%d", name, arg);
-    tx_check_vmap(label, f_grad, &g, 2, in, ax, 1e-12);
+    tx_check_vmap(label, tx_f_grad, &g, 2, in, ax, 1e-12);
     mlx_array_free(in[0]);
     mlx_array_free(in[1]);
   }

@@ -149,15 +149,6 @@ static mlx_array rand_idx(const int *shape, int nd, int ext, bool negative) {
   return int_array(v, shape, nd);
 }
 
-/* The transpose of a random array of the reversed shape. */
-static mlx_array rand_transposed(const int *sh, int nd) {
-  int r[6];
-  for (int i = 0; i < nd; i++) r[i] = sh[nd - 1 - i];
-  mlx_array x = tx_rand(r, nd, -1, 1), t = mlx_array_new();
-  mlx_transpose(&t, x, S);
-  mlx_array_free(x);
-  return t;
-}
 
 /* A random array of shape sh reversed along its last axis. */
 static mlx_array rand_reversed(const int *sh, int nd) {
@@ -223,7 +214,7 @@ static void test_take(void) {
     int ax = test_randint(0, 2), ish[2] = {test_randint(1, 4), 3};
     struct idx p = {.axis = it % 2 ? ax - 3 : ax};
     mlx_array idx = rand_idx(ish, 1 + it % 2, sh[ax], true); /* repeats likely */
-    mlx_array in[2] = {rand_transposed(sh, 3), idx};
+    mlx_array in[2] = {tx_rand_layout(sh, 3, 1, -1, 1), idx};
     int fx[2] = {0, 1};
     grad_fixed("take", g_take, &p, 2, in, fx);
     mlx_array_free(in[0]);
@@ -247,7 +238,7 @@ static void test_gather(void) {
   int sh[3] = {4, 5, 3};
   struct idx p = {.n = 2, .a = {0, -1}, .b = {2, 5, 1}};
   int s0[2] = {2, 3}, s1[2] = {1, 3};
-  mlx_array in[3] = {rand_transposed(sh, 3), rand_idx(s0, 2, 3, false), rand_idx(s1, 2, 3, true)};
+  mlx_array in[3] = {tx_rand_layout(sh, 3, 1, -1, 1), rand_idx(s0, 2, 3, false), rand_idx(s1, 2, 3, true)};
   int fx[3] = {0, 1, 1};
   grad_fixed("gather", g_gather, &p, 3, in, fx);
   mlx_array_free(in[0]);
@@ -297,7 +288,7 @@ static void test_dynamic(void) {
   int sh[3] = {5, 3, 6};
   struct idx p = {.n = 2, .a = {0, -1}, .b = {2, 3, 4}};
   int st_v[2] = {2, 1}, st_s[1] = {2};
-  mlx_array in[2] = {rand_transposed(sh, 3), int_array(st_v, st_s, 1)};
+  mlx_array in[2] = {tx_rand_layout(sh, 3, 1, -1, 1), int_array(st_v, st_s, 1)};
   int fx[3] = {0, 1, 1};
   grad_fixed("slice_dynamic", g_slice_dynamic, &p, 2, in, fx);
   /* starts that clamp (past the end, negative) */
@@ -380,7 +371,7 @@ static void test_scatter(void) {
     struct idx p = {.n = 1, .a = {0}, .mode = mode};
     /* distinct indices where the kept update matters; repeats for add */
     mlx_array idx = mode == M_ADD ? rand_idx(ish, 1, 5, true) : unique_idx(4, 5);
-    mlx_array in[3] = {rand_transposed(sh, 3), idx, rand_reversed(ush, 4)};
+    mlx_array in[3] = {tx_rand_layout(sh, 3, 1, -1, 1), idx, rand_reversed(ush, 4)};
     int fx[3] = {0, 1, 0};
     if (mode == M_PROD) {
       struct fixed x = {.f = g_scatter, .ctx = &p, .total = 3, .arr = {in[0], idx, in[2]},
@@ -432,7 +423,7 @@ static void test_scatter(void) {
    * update slices [1, 2, 1] */
   int sh2[3] = {4, 5, 3}, ish2[1] = {3}, ush2[4] = {3, 1, 2, 1};
   struct idx q = {.n = 2, .a = {0, 2}, .mode = M_ADD};
-  mlx_array in[4] = {rand_transposed(sh2, 3), rand_idx(ish2, 1, 4, true), rand_idx(ish2, 1, 3, true),
+  mlx_array in[4] = {tx_rand_layout(sh2, 3, 1, -1, 1), rand_idx(ish2, 1, 4, true), rand_idx(ish2, 1, 3, true),
                      tx_rand(ush2, 4, -1, 1)};
   int fx[4] = {0, 1, 1, 0};
   grad_fixed("scatter_add two indices", g_scatter, &q, 4, in, fx);
@@ -468,7 +459,7 @@ static void test_put_along(void) {
         mlx_array_free(u);
       }
       mlx_array idx = int_array(vals, is, 2);
-      mlx_array in[3] = {rand_transposed(sh, 2), idx, rand_reversed(is, 2)};
+      mlx_array in[3] = {tx_rand_layout(sh, 2, 1, -1, 1), idx, rand_reversed(is, 2)};
       int fx[3] = {0, 1, 0};
       grad_fixed(mode ? "scatter_add_axis" : "put_along_axis", g_put_along, &p, 3, in, fx);
       for (int mask = 1; mask < 8; mask++) {
@@ -507,7 +498,7 @@ static void test_slice_update(void) {
     /* rows 4, 2, 0 (step -2), columns 1..3, the last axis whole */
     struct idx p = {.mode = mode, .a = {-1, 1, 0}, .b = {-7, 3, 3}, .c = {-2, 1, 1}};
     int ush[3] = {3, 2, 3};
-    mlx_array in[2] = {rand_transposed(sh, 3), rand_reversed(ush, 3)};
+    mlx_array in[2] = {tx_rand_layout(sh, 3, 1, -1, 1), rand_reversed(ush, 3)};
     int fx[2] = {0, 0};
     grad_fixed(names[mode], g_slice_update, &p, 2, in, fx);
     free_all(in, 2);
@@ -541,7 +532,7 @@ static void test_masked_scatter(void) {
   mlx_array mask = mlx_array_new_data(mv, sh, 2, MLX_BOOL);
   mlx_array mrows = mlx_array_new_data(mrow, m1, 1, MLX_BOOL);
   int vs[1] = {14}, vs2[2] = {3, 4};
-  mlx_array in[3] = {rand_transposed(sh, 2), mask, rand_reversed(vs, 1)};
+  mlx_array in[3] = {tx_rand_layout(sh, 2, 1, -1, 1), mask, rand_reversed(vs, 1)};
   int fx[3] = {0, 1, 0};
   grad_fixed("masked_scatter", g_masked_scatter, NULL, 3, in, fx);
   mlx_array in2[3] = {in[0], mrows, tx_rand(vs2, 2, -1, 1)};

@@ -51,34 +51,6 @@ static int f_red(mlx_array *out, const mlx_array *in, int n, void *ctx) {
   }
 }
 
-/* A float64 array of shape (nd dims) with values in [lo, hi), laid out
- * per `layout`: 0 contiguous, 1 a transpose of the reversed shape, 2 a
- * negative-stride slice of a larger array along the last axis. */
-static mlx_array rand_layout(const int *shape, int nd, int layout, double lo, double hi) {
-  mlx_stream s = test_stream();
-  mlx_array r = mlx_array_new();
-  if (layout == 1 && nd > 1) {
-    int rs[8];
-    for (int d = 0; d < nd; d++) rs[d] = shape[nd - 1 - d];
-    mlx_array b = tx_rand(rs, nd, lo, hi);
-    mlx_transpose(&r, b, s);
-    mlx_array_free(b);
-  } else if (layout == 2 && nd > 0) {
-    int big[8], start[8], stop[8], step[8];
-    for (int d = 0; d < nd; d++) big[d] = shape[d], start[d] = 0, stop[d] = shape[d], step[d] = 1;
-    big[nd - 1] = 2 * shape[nd - 1];
-    start[nd - 1] = big[nd - 1] - 1;
-    stop[nd - 1] = -big[nd - 1] - 1;
-    step[nd - 1] = -2;
-    mlx_array b = tx_rand(big, nd, lo, hi);
-    mlx_slice(&r, b, start, (size_t)nd, stop, (size_t)nd, step, (size_t)nd, s);
-    mlx_array_free(b);
-  } else {
-    mlx_array_free(r);
-    return tx_rand(shape, nd, lo, hi);
-  }
-  return r;
-}
 
 /* Random reduction parameters for an input of shape (nd dims): a nonempty
  * axis subset (some given negative), ddof 0 or 1. */
@@ -120,7 +92,7 @@ static void check_grad_random(int kind, int trials) {
     struct red r = random_red(kind, nd, shape);
     /* prod: keep factors away from zero; logsumexp/others: any sign */
     double lo = kind == K_PROD ? 0.5 : -2, hi = kind == K_PROD ? 1.5 : 2;
-    mlx_array x = rand_layout(shape, nd, t % 3, lo, hi);
+    mlx_array x = tx_rand_layout(shape, nd, t % 3, lo, hi);
     char name[96];
     snprintf(name, sizeof name, "%s nd=%d naxes=%d keepdims=%d ddof=%d layout=%d", names[kind],
              nd, r.naxes, r.keepdims, r.ddof, t % 3);
@@ -144,7 +116,7 @@ static void check_vmap_random(int kind, int trials) {
     for (int bax = 0; bax <= 1 && bax <= nd; bax++) {
       int bs[5], B = test_randint(1, 3);
       for (int d = 0, k = 0; d <= nd; d++) bs[d] = d == bax ? B : shape[k++];
-      mlx_array x = rand_layout(bs, nd + 1, t % 3, -2, 2);
+      mlx_array x = tx_rand_layout(bs, nd + 1, t % 3, -2, 2);
       char name[96];
       snprintf(name, sizeof name, "vmap %s nd=%d naxes=%d keepdims=%d in_axis=%d", names[kind],
                nd, r.naxes, r.keepdims, bax);
@@ -254,7 +226,7 @@ static void check_second_order(void) {
   };
   for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) {
     double lo = rs[i].kind == K_PROD ? 0.5 : -2, hi = rs[i].kind == K_PROD ? 1.5 : 2;
-    mlx_array x = rand_layout(shape, 3, (int)i % 3, lo, hi);
+    mlx_array x = tx_rand_layout(shape, 3, (int)i % 3, lo, hi);
     mlx_array xb = tx_rand(bshape, 4, lo, hi);
     tx_check_second(names[rs[i].kind], f_red, &rs[i], x, xb, 1e-5);
     mlx_array_free(x);

@@ -6,34 +6,6 @@
  * the max/min and sort families see no ties. */
 #include "tx_check.h"
 
-/* A float64 array of shape (nd dims) with values in [lo, hi), laid out
- * per `layout`: 0 contiguous, 1 a transpose of the reversed shape, 2 a
- * negative-stride slice of a larger array along the last axis. */
-static mlx_array rand_layout(const int *shape, int nd, int layout, double lo, double hi) {
-  mlx_stream s = test_stream();
-  mlx_array r = mlx_array_new();
-  if (layout == 1 && nd > 1) {
-    int rs[8];
-    for (int d = 0; d < nd; d++) rs[d] = shape[nd - 1 - d];
-    mlx_array b = tx_rand(rs, nd, lo, hi);
-    mlx_transpose(&r, b, s);
-    mlx_array_free(b);
-  } else if (layout == 2 && nd > 0) {
-    int big[8], start[8], stop[8], step[8];
-    for (int d = 0; d < nd; d++) big[d] = shape[d], start[d] = 0, stop[d] = shape[d], step[d] = 1;
-    big[nd - 1] = 2 * shape[nd - 1];
-    start[nd - 1] = big[nd - 1] - 1;
-    stop[nd - 1] = -big[nd - 1] - 1;
-    step[nd - 1] = -2;
-    mlx_array b = tx_rand(big, nd, lo, hi);
-    mlx_slice(&r, b, start, (size_t)nd, stop, (size_t)nd, step, (size_t)nd, s);
-    mlx_array_free(b);
-  } else {
-    mlx_array_free(r);
-    return tx_rand(shape, nd, lo, hi);
-  }
-  return r;
-}
 
 static void random_shape(int *shape, int *nd, int min_nd, int max_nd) {
   *nd = test_randint(min_nd, max_nd);
@@ -152,7 +124,7 @@ static void check_scans(void) {
       struct scan c = {kind, test_randint(-nd, nd - 1), t & 1, (t >> 1) & 1};
       /* cumprod: factors of either sign, away from zero */
       double lo = kind == S_PROD ? 0.5 : -2, hi = kind == S_PROD ? 1.5 : 2;
-      mlx_array x = rand_layout(shape, nd, t % 3, lo, hi);
+      mlx_array x = tx_rand_layout(shape, nd, t % 3, lo, hi);
       if (kind == S_PROD && t % 4 == 3) {
         mlx_array m = mlx_array_new(), neg = mlx_array_new_double(-1.0);
         mlx_multiply(&m, x, neg, test_stream());
@@ -172,7 +144,7 @@ static void check_scans(void) {
       for (int bax = 0; bax <= 1; bax++) {
         int bs[5];
         batched_shape(shape, nd, bax, test_randint(1, 3), bs);
-        mlx_array xb = rand_layout(bs, nd + 1, t % 3, lo, hi);
+        mlx_array xb = tx_rand_layout(bs, nd + 1, t % 3, lo, hi);
         snprintf(name, sizeof name, "vmap %s nd=%d axis=%d reverse=%d inclusive=%d in_axis=%d",
                  scan_names[kind], nd, c.axis, c.reverse, c.inclusive, bax);
         tx_check_vmap(name, f_scan, &c, 1, &xb, &bax, 1e-12);
@@ -225,7 +197,7 @@ static void check_softmax(void) {
     while (c.naxes == 0)
       for (int d = 0; d < nd; d++)
         if (test_randint(0, 1)) c.axes[c.naxes++] = test_randint(0, 1) ? d : d - nd;
-    mlx_array x = rand_layout(shape, nd, t % 3, -2, 2);
+    mlx_array x = tx_rand_layout(shape, nd, t % 3, -2, 2);
     char name[96];
     snprintf(name, sizeof name, "softmax nd=%d naxes=%d layout=%d", nd, c.naxes, t % 3);
     tx_check_grad(name, f_softmax, &c, 1, &x, 1e-5);
@@ -233,7 +205,7 @@ static void check_softmax(void) {
     for (int bax = 0; bax <= 1 && t < 6; bax++) {
       int bs[5];
       batched_shape(shape, nd, bax, test_randint(1, 3), bs);
-      mlx_array xb = rand_layout(bs, nd + 1, t % 3, -2, 2);
+      mlx_array xb = tx_rand_layout(bs, nd + 1, t % 3, -2, 2);
       snprintf(name, sizeof name, "vmap softmax nd=%d naxes=%d in_axis=%d", nd, c.naxes, bax);
       tx_check_vmap(name, f_softmax, &c, 1, &xb, &bax, 1e-12);
       mlx_array_free(xb);
@@ -303,7 +275,7 @@ static void check_sorts(void) {
       random_shape(shape, &nd, 1, 3);
       bool flat = t % 4 == 3;
       struct srt c = random_srt(mode, nd, shape, flat);
-      mlx_array x = rand_layout(shape, nd, t % 3, -2, 2);
+      mlx_array x = tx_rand_layout(shape, nd, t % 3, -2, 2);
       char name[96];
       snprintf(name, sizeof name, "%s nd=%d axis=%d k=%d flat=%d layout=%d", sort_names[mode], nd,
                c.axis, c.k, flat, t % 3);
@@ -312,7 +284,7 @@ static void check_sorts(void) {
       for (int bax = 0; bax <= 1 && t < 8; bax++) {
         int bs[5];
         batched_shape(shape, nd, bax, test_randint(1, 3), bs);
-        mlx_array xb = rand_layout(bs, nd + 1, t % 3, -2, 2);
+        mlx_array xb = tx_rand_layout(bs, nd + 1, t % 3, -2, 2);
         snprintf(name, sizeof name, "vmap %s nd=%d axis=%d k=%d flat=%d in_axis=%d",
                  sort_names[mode], nd, c.axis, c.k, flat, bax);
         tx_check_vmap(name, f_sort, &c, 1, &xb, &bax, 0);
@@ -334,7 +306,7 @@ static void check_second_order(void) {
                       {S_LAE, -1, true, true}};
   for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
     double lo = sc[i].kind == S_PROD ? 0.5 : -2, hi = sc[i].kind == S_PROD ? 1.5 : 2;
-    mlx_array x = rand_layout(shape, 2, (int)i % 3, lo, hi), xb = tx_rand(bshape, 3, lo, hi);
+    mlx_array x = tx_rand_layout(shape, 2, (int)i % 3, lo, hi), xb = tx_rand(bshape, 3, lo, hi);
     tx_check_second(scan_names[sc[i].kind], f_scan, &sc[i], x, xb, 1e-5);
     mlx_array_free(x);
     mlx_array_free(xb);
@@ -342,7 +314,7 @@ static void check_second_order(void) {
   struct smax sm = {.naxes = 2, .axes = {0, 1}}, sm1 = {.naxes = 1, .axes = {-1}, .precise = true};
   struct srt so[] = {{.mode = M_SORT, .axis = 1}, {.mode = M_PARTITION, .axis = 0, .k = 1},
                      {.mode = M_TOPK, .axis = -1, .k = 2}, {.mode = M_SORT, .flat = true}};
-  mlx_array x = rand_layout(shape, 2, 1, -2, 2), xb = tx_rand(bshape, 3, -2, 2);
+  mlx_array x = tx_rand_layout(shape, 2, 1, -2, 2), xb = tx_rand(bshape, 3, -2, 2);
   tx_check_second("softmax", f_softmax, &sm, x, xb, 1e-5);
   tx_check_second("softmax last axis", f_softmax, &sm1, x, xb, 1e-5);
   for (size_t i = 0; i < sizeof so / sizeof so[0]; i++)

@@ -154,16 +154,6 @@ static int f_diag(mlx_array *out, const mlx_array *in, int n, void *ctx) {
 
 static int rdim(void) { return test_randint(0, 3) == 0 ? 1 : test_randint(2, 5); }
 
-/* A non-contiguous float64 array of shape sh: the transpose of a random
- * array of the reversed shape. */
-static mlx_array rand_transposed(const int *sh, int nd) {
-  int r[6];
-  for (int i = 0; i < nd; i++) r[i] = sh[nd - 1 - i];
-  mlx_array x = tx_rand(r, nd, -1, 1), t = mlx_array_new();
-  mlx_transpose(&t, x, S);
-  mlx_array_free(x);
-  return t;
-}
 
 /* A float64 array of shape sh, reversed along axis 0 (negative stride). */
 static mlx_array rand_reversed(const int *sh, int nd) {
@@ -194,7 +184,7 @@ static void free_all(mlx_array *x, int n) {
  * and 1 of a fresh input of x's shape. */
 static void check_unary(const char *name, tx_fn f, struct shp *p, const int *sh, int nd) {
   char buf[96];
-  mlx_array xs[3] = {rand_transposed(sh, nd), rand_reversed(sh, nd), tx_rand(sh, nd, -1, 1)};
+  mlx_array xs[3] = {tx_rand_layout(sh, nd, 1, -1, 1), rand_reversed(sh, nd), tx_rand(sh, nd, -1, 1)};
   for (int i = 0; i < 3; i++) {
     snprintf(buf, sizeof buf, "%s (layout %d)", name, i);
     tx_check_grad(buf, f, p, 1, &xs[i], 1e-6);
@@ -302,7 +292,7 @@ static void test_concat_stack(void) {
     int sh[3][3];
     for (int k = 0; k < 3; k++)
       for (int d = 0; d < nd; d++) sh[k][d] = d == ax ? test_randint(1, 3) : (k ? sh[0][d] : rdim());
-    mlx_array x[3] = {rand_transposed(sh[0], nd), rand_reversed(sh[1], nd), tx_rand(sh[2], nd, -1, 1)};
+    mlx_array x[3] = {tx_rand_layout(sh[0], nd, 1, -1, 1), rand_reversed(sh[1], nd), tx_rand(sh[2], nd, -1, 1)};
     tx_check_grad("concatenate", f_concat, &p, 3, x, 1e-6);
     free_all(x, 3);
     /* vmap: input 0 batched at 0, input 1 at 1, input 2 unbatched */
@@ -314,7 +304,7 @@ static void test_concat_stack(void) {
   }
   int sh[2] = {3, 1};
   struct shp p = {.axis = -1};
-  mlx_array x[2] = {rand_transposed(sh, 2), tx_rand(sh, 2, -1, 1)};
+  mlx_array x[2] = {tx_rand_layout(sh, 2, 1, -1, 1), tx_rand(sh, 2, -1, 1)};
   tx_check_grad("stack", f_stack, &p, 2, x, 1e-6);
   free_all(x, 2);
   mlx_array xb[2] = {rand_batched(sh, 2, 1, 3), tx_rand(sh, 2, -1, 1)};
@@ -335,7 +325,7 @@ static void test_pad(void) {
   }
   /* the pad value as an input: it gets the cotangent of the padding */
   struct shp p = {.n = 2, .a = {1, 2}, .b = {1, 0}, .c = {2, 1}, .mode = "constant"};
-  mlx_array x[2] = {rand_transposed(sh, 3), mlx_array_new_float64(0.3)};
+  mlx_array x[2] = {tx_rand_layout(sh, 3, 1, -1, 1), mlx_array_new_float64(0.3)};
   tx_check_grad("pad value", f_pad, &p, 2, x, 1e-6);
   free_all(x, 2);
   /* vmap over the input, the pad value, and both */

@@ -124,45 +124,18 @@ static void check_case(const char *name, tx_fn f, const void *ctx, double lo, do
 
 /* ---- second derivatives ---- */
 
-struct grad_ctx {
-  tx_fn f;
-  void *ctx;
-};
-
-/* The elementwise derivative of c->f (vjp with a cotangent of ones), as a
- * function that can be differentiated again. */
-static int f_grad(mlx_array *out, const mlx_array *in, int n, void *ctx) {
-  struct grad_ctx *c = ctx;
-  mlx_array y = mlx_array_new(), ones = mlx_array_new(), g = mlx_array_new();
-  mlx_closure cls = tx_closure(c->f, c->ctx);
-  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
-  mlx_vector_array cot = mlx_vector_array_new(), r0 = mlx_vector_array_new(),
-                   r1 = mlx_vector_array_new();
-  int rc = c->f(&y, in, n, c->ctx) || mlx_ones_like(&ones, y, test_stream()) ||
-           mlx_vector_array_append_value(cot, ones) || mlx_vjp(&r0, &r1, cls, prim, cot) ||
-           mlx_vector_array_get(&g, r1, 0) || mlx_array_set(out, g);
-  mlx_array_free(y);
-  mlx_array_free(ones);
-  mlx_array_free(g);
-  mlx_vector_array_free(prim);
-  mlx_vector_array_free(cot);
-  mlx_vector_array_free(r0);
-  mlx_vector_array_free(r1);
-  mlx_closure_free(cls);
-  return rc;
-}
 
 static void check_second(const struct un_case *c) {
-  struct grad_ctx g = {f_un, (void *)c};
+  struct tx_grad_ctx g = {f_un, (void *)c, 0};
   char label[96];
   int sh[2] = {test_randint(1, 3), test_randint(2, 4)};
   mlx_array x = tx_rand(sh, 2, c->lo, c->hi);
   snprintf(label, sizeof label, "grad of grad %s", c->name);
-  tx_check_grad(label, f_grad, &g, 1, &x, 1e-5);
+  tx_check_grad(label, tx_f_grad, &g, 1, &x, 1e-5);
   int sb[2] = {3, 2}, ax = 0;
   mlx_array xb = tx_rand(sb, 2, c->lo, c->hi);
   snprintf(label, sizeof label, "vmap of grad %s", c->name);
-  tx_check_vmap(label, f_grad, &g, 1, &xb, &ax, 1e-12);
+  tx_check_vmap(label, tx_f_grad, &g, 1, &xb, &ax, 1e-12);
   mlx_array_free(x);
   mlx_array_free(xb);
 }

@@ -56,6 +56,35 @@ static mlx_array tx_rand(const int *shape, int ndim, double lo, double hi) {
   return a;
 }
 
+/* A float64 array of shape (nd dims) with values in [lo, hi), laid out
+ * per `layout`: 0 contiguous, 1 a transpose of the reversed shape, 2 a
+ * negative-stride slice of a larger array along the last axis. */
+static mlx_array tx_rand_layout(const int *shape, int nd, int layout, double lo, double hi) {
+  mlx_stream s = test_stream();
+  mlx_array r = mlx_array_new();
+  if (layout == 1 && nd > 1) {
+    int rs[8];
+    for (int d = 0; d < nd; d++) rs[d] = shape[nd - 1 - d];
+    mlx_array b = tx_rand(rs, nd, lo, hi);
+    mlx_transpose(&r, b, s);
+    mlx_array_free(b);
+  } else if (layout == 2 && nd > 0) {
+    int big[8], start[8], stop[8], step[8];
+    for (int d = 0; d < nd; d++) big[d] = shape[d], start[d] = 0, stop[d] = shape[d], step[d] = 1;
+    big[nd - 1] = 2 * shape[nd - 1];
+    start[nd - 1] = big[nd - 1] - 1;
+    stop[nd - 1] = -big[nd - 1] - 1;
+    step[nd - 1] = -2;
+    mlx_array b = tx_rand(big, nd, lo, hi);
+    mlx_slice(&r, b, start, (size_t)nd, stop, (size_t)nd, step, (size_t)nd, s);
+    mlx_array_free(b);
+  } else {
+    mlx_array_free(r);
+    return tx_rand(shape, nd, lo, hi);
+  }
+  return r;
+}
+
 static mlx_array tx_like(mlx_array a, const double *vals) {
   return mlx_array_new_data(vals, (const int *)mlx_array_shape(a), (int)mlx_array_ndim(a),
                             MLX_FLOAT64);
@@ -498,6 +527,35 @@ static int tx_jvp_tangent(tx_fn f, void *ctx, int n, const mlx_array *in, const 
   if (!rc) mlx_vector_array_get(t, r1, 0);
   mlx_vector_array_free(prim);
   mlx_vector_array_free(tv);
+  mlx_vector_array_free(r0);
+  mlx_vector_array_free(r1);
+  mlx_closure_free(cls);
+  return rc;
+}
+
+/* d f / d in[arg] with a cotangent of ones, as a function that can be
+ * differentiated and vmapped again (ctx: struct tx_grad_ctx). */
+struct tx_grad_ctx {
+  tx_fn f;
+  void *ctx;
+  int arg;
+};
+
+static int tx_f_grad(mlx_array *out, const mlx_array *in, int n, void *ctx) {
+  struct tx_grad_ctx *c = ctx;
+  mlx_array y = mlx_array_new(), ones = mlx_array_new(), g = mlx_array_new();
+  mlx_closure cls = tx_closure(c->f, c->ctx);
+  mlx_vector_array prim = mlx_vector_array_new_data(in, (size_t)n);
+  mlx_vector_array cot = mlx_vector_array_new(), r0 = mlx_vector_array_new(),
+                   r1 = mlx_vector_array_new();
+  int rc = c->f(&y, in, n, c->ctx) || mlx_ones_like(&ones, y, test_stream()) ||
+           mlx_vector_array_append_value(cot, ones) || mlx_vjp(&r0, &r1, cls, prim, cot) ||
+           mlx_vector_array_get(&g, r1, (size_t)c->arg) || mlx_array_set(out, g);
+  mlx_array_free(y);
+  mlx_array_free(ones);
+  mlx_array_free(g);
+  mlx_vector_array_free(prim);
+  mlx_vector_array_free(cot);
   mlx_vector_array_free(r0);
   mlx_vector_array_free(r1);
   mlx_closure_free(cls);
