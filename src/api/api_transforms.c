@@ -10,14 +10,10 @@
 #include "transforms/fn.h"
 #include "transforms/transforms.h"
 
-static void release_n(struct lc_node **v, size_t n) {
-  for (size_t i = 0; v && i < n; i++) lc_node_release(v[i]);
-}
-
 /* Stores nodes (consumed, malloc'd array freed) into *res. */
 static int give(mlx_vector_array *res, struct lc_node **nodes, size_t n) {
   int rc = lc_vec_array_assign(res, nodes, n);
-  release_n(nodes, n);
+  lc_rule_release(nodes, n);
   free(nodes);
   return rc;
 }

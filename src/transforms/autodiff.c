@@ -59,10 +59,6 @@ static int accumulate(struct lc_node **acc, struct lc_node *v, const struct lc_n
   return 0;
 }
 
-static void release_all(struct lc_node **v, size_t n) {
-  for (size_t i = 0; v && i < n; i++) lc_node_release(v[i]);
-}
-
 int lc_vjp_graph(int nprim, struct lc_node *const *prim, int nout, struct lc_node *const *outs,
                  struct lc_node *const *cot, struct lc_node **grads) {
   struct lc_twalk w;
@@ -122,13 +118,13 @@ int lc_vjp_graph(int nprim, struct lc_node *const *prim, int nout, struct lc_nod
         struct lc_node *g = res[j];
         res[j] = NULL;
         if (accumulate(&cots[lc_twalk_dep(&w, x)], g, x, "vjp", p->name)) {
-          release_all(res + j + 1, (size_t)(na - j - 1));
+          lc_rule_release(res + j + 1, (size_t)(na - j - 1));
           goto done;
         }
       }
     }
     if (w.tnout[ii]) {
-      release_all(tcots[ii], (size_t)w.tnout[ii]);
+      lc_rule_release(tcots[ii], (size_t)w.tnout[ii]);
       free(tcots[ii]);
       tcots[ii] = NULL;
     } else {
@@ -142,7 +138,7 @@ int lc_vjp_graph(int nprim, struct lc_node *const *prim, int nout, struct lc_nod
     if (j >= 0 && cots[j]) {
       grads[i] = lc_node_retain(cots[j]);
     } else if (!(grads[i] = lc_zeros_like(prim[i]))) {
-      release_all(grads, (size_t)i);
+      lc_rule_release(grads, (size_t)i);
       goto done;
     }
   }
@@ -151,7 +147,7 @@ done:
   for (size_t i = 0; i < len; i++) {
     if (cots) lc_node_release(cots[i]);
     if (tcots && tcots[i]) {
-      release_all(tcots[i], (size_t)w.tnout[i]);
+      lc_rule_release(tcots[i], (size_t)w.tnout[i]);
       free(tcots[i]);
     }
   }
@@ -225,7 +221,7 @@ int lc_jvp_graph(int nprim, struct lc_node *const *prim, struct lc_node *const *
     if (j >= 0 && tans[j]) {
       tout[o] = lc_node_retain(tans[j]);
     } else if (!(tout[o] = lc_zeros_like(outs[o]))) {
-      release_all(tout, (size_t)o);
+      lc_rule_release(tout, (size_t)o);
       goto done;
     }
   }
@@ -234,7 +230,7 @@ done:
   for (size_t i = 0; i < len; i++) {
     if (tans) lc_node_release(tans[i]);
     if (ttans && ttans[i]) {
-      release_all(ttans[i], (size_t)w.tnout[i]);
+      lc_rule_release(ttans[i], (size_t)w.tnout[i]);
       free(ttans[i]);
     }
   }

@@ -46,10 +46,6 @@ static void custom_params_ref(const void *params, int delta) {
 
 static int custom_eval(struct lc_node *n) { return lc_node_alloc_data(n); } /* holds no data */
 
-static void release_n(struct lc_node **v, size_t n) {
-  for (size_t i = 0; v && i < n; i++) lc_node_release(v[i]);
-}
-
 /* Copies the arrays of a result vector (new references) into out[0..n),
  * checking that there are at least n of them with the given shapes (like,
  * may be NULL). */
@@ -61,12 +57,12 @@ static int take_results(const char *what, mlx_vector_array v, int n, struct lc_n
   for (int i = 0; i < n; i++) {
     struct lc_node *x = va->items[i];
     if (!x) {
-      release_n(out, (size_t)i);
+      lc_rule_release(out, (size_t)i);
       return lc_error("%s returned an empty array at position %d", what, i);
     }
     if (like && !lc_shape_equal(x->ndim, x->shape, like[i]->ndim, like[i]->shape)) {
       char a[64], b[64];
-      release_n(out, (size_t)i);
+      lc_rule_release(out, (size_t)i);
       return lc_error("%s: result %d has shape %s, expected %s", what, i,
                       lc_shape_str(x->ndim, x->shape, a, sizeof a),
                       lc_shape_str(like[i]->ndim, like[i]->shape, b, sizeof b));
@@ -132,10 +128,10 @@ static int custom_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
       for (int i = 0; i < np; i++) from[i] = lc_node_retain(prim[i]);
     if (!rc) rc = lc_fn_vjp(c->fun, np, from, no, cots, &fo, &nfo, grads);
     if (!rc) {
-      release_n(fo, nfo);
+      lc_rule_release(fo, nfo);
       free(fo);
     }
-    release_n(from, (size_t)np);
+    lc_rule_release(from, (size_t)np);
     free(from);
   }
   if (rc) goto done;
@@ -145,8 +141,8 @@ static int custom_vjp(struct lc_node *n, struct lc_node *const *cot, const int *
     if (a < np) grads[a] = NULL;
   }
 done:
-  release_n(cots, (size_t)no);
-  release_n(grads, (size_t)np);
+  lc_rule_release(cots, (size_t)no);
+  lc_rule_release(grads, (size_t)np);
   free(cots);
   free(grads);
   return rc;
@@ -165,7 +161,7 @@ static int custom_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_n
       if ((int)k < no) out[k] = to[k];
       else lc_node_release(to[k]);
     }
-    release_n(fo, nfo);
+    lc_rule_release(fo, nfo);
     free(fo);
     free(to);
     return 0;
@@ -283,9 +279,9 @@ static int custom_call(mlx_vector_array *res, const mlx_vector_array vin, void *
   for (size_t j = 0; j < k; j++) lc_node_release(ins[np + j]);
 done:
   lc_node_release(t);
-  release_n(res_n, no);
+  lc_rule_release(res_n, no);
   free(res_n);
-  release_n(outs, no);
+  lc_rule_release(outs, no);
   free(outs);
   free(ins);
   return rc;

@@ -14,10 +14,6 @@
 #include "ops/unary.h"
 #include "transforms/transforms.h"
 
-static void release_n(struct lc_node **v, size_t n) {
-  for (size_t i = 0; v && i < n; i++) lc_node_release(v[i]);
-}
-
 /* Calls f on in (borrowed) keeping evaluated graphs attached; a failure is
  * reported again with the transform's name in front. */
 static int call_traced(const char *what, struct lc_closure *f, struct lc_node *const *in,
@@ -34,7 +30,7 @@ static int call_traced(const char *what, struct lc_closure *f, struct lc_node *c
   }
   for (size_t o = 0; o < *nout; o++)
     if (!(*outs)[o]) {
-      release_n(*outs, *nout);
+      lc_rule_release(*outs, *nout);
       free(*outs);
       return lc_error("%s: output %zu of the function is an empty array", what, o);
     }
@@ -50,7 +46,7 @@ static struct lc_node **make_tracers(int n, struct lc_node *const *primals) {
   }
   for (int i = 0; i < n; i++)
     if (!(tr[i] = lc_tracer(primals[i]))) {
-      release_n(tr, (size_t)i);
+      lc_rule_release(tr, (size_t)i);
       free(tr);
       return NULL;
     }
@@ -96,12 +92,12 @@ int lc_fn_vjp(struct lc_closure *f, int nprim, struct lc_node *const *primals, i
                 : pair_cotangents("vjp", o, no, ncot, cot, pairs, false) ||
                       lc_vjp_graph(nprim, tr, (int)no, o, pairs, grads);
     if (rc) {
-      release_n(o, no);
+      lc_rule_release(o, no);
       free(o);
     }
   }
   free(pairs);
-  release_n(tr, (size_t)nprim);
+  lc_rule_release(tr, (size_t)nprim);
   free(tr);
   if (!rc) {
     *outs = o;
@@ -132,14 +128,14 @@ int lc_fn_jvp(struct lc_closure *f, int nprim, struct lc_node *const *primals,
     t = malloc(sizeof *t * (no + 1));
     rc = !t ? lc_error("out of memory") : lc_jvp_graph(nprim, tr, tc, (int)no, o, t);
     if (rc) {
-      release_n(o, no);
+      lc_rule_release(o, no);
       free(o);
       free(t);
     }
   }
-  release_n(tc, (size_t)nprim);
+  lc_rule_release(tc, (size_t)nprim);
   free(tc);
-  release_n(tr, (size_t)nprim);
+  lc_rule_release(tr, (size_t)nprim);
   free(tr);
   if (!rc) {
     *outs = o;
@@ -179,7 +175,7 @@ static int vag_call(mlx_vector_array *res, const mlx_vector_array vin, void *pay
     if (!s) rc = 1;
   }
   if (!rc) rc = lc_vec_array_assign(res, o, no);
-  release_n(o, no);
+  lc_rule_release(o, no);
   free(o);
   return rc;
 }
@@ -236,10 +232,10 @@ int lc_fn_value_and_grad(struct lc_closure *f, int nin, struct lc_node *const *i
     pairs[0] = one;
     rc = lc_vjp_graph(nargs, tr, (int)no, o, pairs, gr);
   }
-  release_n(tr, (size_t)nargs);
+  lc_rule_release(tr, (size_t)nargs);
   free(tr);
   if (rc && o) {
-    release_n(o, no);
+    lc_rule_release(o, no);
     free(o);
   }
 done:
@@ -261,7 +257,7 @@ int lc_fn_vmap_trace(struct lc_closure *f, int nin, struct lc_node *const *in, c
                      struct lc_node **s_in, struct lc_node ***s_out, size_t *nout) {
   if (lc_vmap_inputs(nin, in, in_axes, s_in)) return 1;
   if (call_traced("vmap", f, s_in, (size_t)nin, s_out, nout, true)) {
-    release_n(s_in, (size_t)nin);
+    lc_rule_release(s_in, (size_t)nin);
     return 1;
   }
   return 0;
@@ -289,9 +285,9 @@ int lc_fn_vmap(struct lc_closure *f, int nin, struct lc_node *const *in, const i
     for (size_t o = 0; out_axes && o < no; o++) oax[o] = out_axes[o];
     rc = lc_vmap_graph(nin, in, s_in, in_axes, (int)no, so, oax, res);
   }
-  release_n(so, no);
+  lc_rule_release(so, no);
   free(so);
-  release_n(s_in, (size_t)nin);
+  lc_rule_release(s_in, (size_t)nin);
   free(s_in);
   free(oax);
   if (rc) {

@@ -92,8 +92,8 @@ struct lc_node *lc_rule_clone(struct lc_node *n, struct lc_node *const *in) {
                         n->params_size);
 }
 
-void lc_rule_release(struct lc_node **out, int n) {
-  for (int i = 0; i < n; i++) {
+void lc_rule_release(struct lc_node **out, size_t n) {
+  for (size_t i = 0; out && i < n; i++) {
     lc_node_release(out[i]);
     out[i] = NULL;
   }

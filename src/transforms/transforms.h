@@ -114,8 +114,9 @@ int lc_rule_scope_end(struct lc_rule_scope *s, struct lc_node *final, struct lc_
     if (!((var) = lc_rule_keep(&(sc), (expr)))) goto done; \
   } while (0)
 
-/* Releases the non-NULL entries of out[0..n). */
-void lc_rule_release(struct lc_node **out, int n);
+/* Releases the non-NULL entries of out[0..n) and clears them (out may be
+ * NULL when n is 0 or out was never allocated). */
+void lc_rule_release(struct lc_node **out, size_t n);
 
 /* Names of the primitives without a vjp / jvp / vmap rule, for the gap
  * list a test prints. Writes up to max names; returns how many lack it.
