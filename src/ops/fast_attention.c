@@ -360,7 +360,7 @@ static struct lc_node *kept(struct lc_fx *s, const struct sdpa_fwd *f, struct lc
 static int sdpa_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
                     struct lc_node **out) {
   const struct sdpa_params *p = n->params;
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct sdpa_fwd f;
   struct lc_node *P = sdpa_probs(&s, n, &f), *res[5] = {NULL};
   struct lc_node *g5 = heads5(&s, cot[0], f.Hkv);
@@ -400,7 +400,7 @@ static int sdpa_vjp(struct lc_node *n, struct lc_node *const *cot, const int *ar
  * dS = scale (dq k^T + q dk^T) (+ d(mask)), zero where masked. */
 static int sdpa_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
   const struct sdpa_params *p = n->params;
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct sdpa_fwd f;
   struct lc_node *P = sdpa_probs(&s, n, &f), *dS = NULL, *row = NULL, *dO = NULL;
   bool ok = !s.failed;
@@ -449,7 +449,7 @@ static int sdpa_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
                      struct lc_node **out, int *out_ax) {
   const struct sdpa_params *p = n->params;
   int B = lc_rule_batch_size(n->nin, in, ax);
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *ins[5] = {NULL};
   for (int k = 0; k < n->nin; k++) {
     bool sinks = p->has_sinks && k == n->nin - 1;

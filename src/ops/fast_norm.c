@@ -245,7 +245,7 @@ static int hand_out(struct lc_fx *s, struct lc_node *const *res, int nargs, stru
 
 static int rms_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
                    struct lc_node **out) {
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *x = n->in[0], *g = cot[0], *w = weight_of(n), *res[2] = {NULL, NULL};
   struct lc_node *r = rms_scale(&s, n);
   struct lc_node *gw = w ? lc_fx_mul(&s, g, w) : g;
@@ -262,7 +262,7 @@ static int rms_vjp(struct lc_node *n, struct lc_node *const *cot, const int *arg
 }
 
 static int rms_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *x = n->in[0], *w = weight_of(n), *acc = NULL;
   struct lc_node *r = rms_scale(&s, n);
   if (tan[0]) {
@@ -288,7 +288,7 @@ static void ln_parts(struct lc_fx *s, struct lc_node *n, struct lc_node **xc, st
 
 static int ln_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
                   struct lc_node **out) {
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *g = cot[0], *w = weight_of(n), *xc, *h, *r, *res[3] = {NULL, NULL, NULL};
   ln_parts(&s, n, &xc, &h, &r);
   int wi = weight_index(n), bi = bias_index(n);
@@ -308,7 +308,7 @@ static int ln_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argn
 }
 
 static int ln_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *w = weight_of(n), *xc, *h, *r, *acc = NULL;
   ln_parts(&s, n, &xc, &h, &r);
   int wi = weight_index(n), bi = bias_index(n);
@@ -342,7 +342,7 @@ static int norm_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
   const struct norm_params *p = n->params;
   bool layer = n->op == LC_OP_FAST_LAYER_NORM;
   int wi = weight_index(n), bi = bias_index(n);
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front(in[0], ax[0], false));
   int nd = n->ndim + 1;
   bool w_in = wi >= 0 && ax[wi] == -1, b_in = bi >= 0 && ax[bi] == -1 && (wi < 0 || w_in);

@@ -259,7 +259,7 @@ static int rope_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
   if (p->has_freqs && ax[2] != -1)
     return lc_error("vmap: rope with batched frequencies is not supported");
   int B = lc_rule_batch_size(n->nin, in, ax);
-  struct lc_fx s = {.n = 0};
+  struct lc_fx s = {.failed = false};
   struct lc_node *x = lc_fx_own(&s, lc_rule_batch_front_full(in[0], ax[0], B)), *r = NULL;
   *out_ax = 0;
   if (!x) goto done;

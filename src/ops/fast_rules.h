@@ -21,35 +21,23 @@
 #include "ops/unary.h"
 #include "transforms/transforms.h"
 
-#define LC_FX_MAX 96
-
 struct lc_fx {
-  struct lc_node *v[LC_FX_MAX];
-  int n;
+  struct lc_rule_scope sc; /* the temporaries */
   bool failed;
 };
 
 /* Takes a builder's result x (a new reference, or NULL after it reported)
  * into the scope. */
 static inline struct lc_node *lc_fx_own(struct lc_fx *s, struct lc_node *x) {
-  if (!x) {
-    s->failed = true;
-    return NULL;
-  }
-  if (s->n == LC_FX_MAX) {
-    lc_node_release(x);
-    lc_error("internal: too many temporaries in a fast rule");
-    s->failed = true;
-    return NULL;
-  }
-  return s->v[s->n++] = x;
+  if (!(x = lc_rule_keep(&s->sc, x))) s->failed = true;
+  return x;
 }
 
 static inline struct lc_node *lc_fx_keep(struct lc_node *x) { return lc_node_retain(x); }
 
 static inline void lc_fx_end(struct lc_fx *s) {
-  for (int i = 0; i < s->n; i++) lc_node_release(s->v[i]);
-  s->n = 0;
+  lc_rule_release(s->sc.v, (size_t)s->sc.n);
+  s->sc.n = 0;
 }
 
 #define LC_FX_BIN(NAME, FN)                                                                  \

@@ -100,7 +100,7 @@ struct lc_node *lc_rule_clone(struct lc_node *n, struct lc_node *const *in);
  *   return lc_rule_scope_end(&sc, result, out);
  * lc_rule_keep records x (NULL passes through); a rule keeping more than
  * LC_RULE_SCOPE_CAP nodes is reported as an internal error. */
-#define LC_RULE_SCOPE_CAP 48
+#define LC_RULE_SCOPE_CAP 96
 struct lc_rule_scope {
   struct lc_node *v[LC_RULE_SCOPE_CAP];
   int n;
