@@ -297,10 +297,7 @@ static void sdpa_tests(void) {
     char nm[64];
     snprintf(nm, sizeof nm, "sdpa case %zu", i);
     check_all(nm, f_sdpa, &cases[i].c, &cases[i].s, 1e-6);
-    /* The attention rules' results are built with softmax, whose rules are
-     * another family's: second order only on request until they exist. */
-    if (getenv("LACE_TX_SDPA_SECOND"))
-      check_second_opt(nm, f_sdpa, &cases[i].c, &cases[i].s, true);
+    check_second_opt(nm, f_sdpa, &cases[i].c, &cases[i].s, true);
     mlx_array_free(cases[i].c.mask);
   }
 }
