@@ -17,6 +17,7 @@
 #include "ops/prim.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
+#include "ops/shape_internal.h"
 #include "ops/ternary.h"
 #include "ops/unary.h"
 #include "transforms/transforms.h"
@@ -415,18 +416,12 @@ static int permute_eval(struct lc_node *n) {
   return 0;
 }
 
-static int permute_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
-                       int nargs, struct lc_node **out);
-static int permute_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
-static int permute_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
-                        struct lc_node **out, int *out_ax);
-
 const struct lc_prim lc_prim_mm_permute = {.name = "mm_permute",
                                            .flags = LC_PF_VIEW,
                                            .eval_cpu = permute_eval,
-                                           .vjp = permute_vjp,
-                                           .jvp = permute_jvp,
-                                           .vmap = permute_vmap};
+                                           .vjp = lc_transpose_vjp, /* rules: a transpose's */
+                                           .jvp = lc_view_jvp,
+                                           .vmap = lc_transpose_vmap};
 
 static struct lc_node *permute(struct lc_node *x, const int *perm) {
   bool ident = true;
@@ -1309,31 +1304,3 @@ done:
   return rc;
 }
 
-/* ---- rules of the private permute view ---- */
-
-static int permute_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
-                       int nargs, struct lc_node **out) {
-  (void)argnums, (void)nargs;
-  const int *perm = n->params;
-  int inv[n->ndim > 0 ? n->ndim : 1];
-  for (int i = 0; i < n->ndim; i++) inv[perm[i]] = i;
-  return !(out[0] = lc_transpose(cot[0], inv));
-}
-
-static int permute_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  return !(out[0] = lc_rule_clone(n, tan));
-}
-
-static int permute_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
-                        struct lc_node **out, int *out_ax) {
-  const int *perm = n->params;
-  struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
-  if (!x) return 1;
-  int q[n->ndim + 1];
-  q[0] = 0;
-  for (int i = 0; i < n->ndim; i++) q[i + 1] = perm[i] + 1;
-  out[0] = lc_transpose(x, q);
-  lc_node_release(x);
-  *out_ax = 0;
-  return !out[0];
-}

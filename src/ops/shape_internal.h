@@ -1,4 +1,6 @@
-/* Helpers shared by the shape and index families (not public API). */
+/* Helpers shared by the shape and index families, and TRANSPOSE's rules,
+ * which linalg's private MM_PERMUTE view (same params) uses too (not
+ * public API). */
 #ifndef LC_SHAPE_INTERNAL_H
 #define LC_SHAPE_INTERNAL_H
 
@@ -8,6 +10,15 @@
 #include "core/node.h"
 
 #include "core/copy.h"
+
+/* TRANSPOSE's rules (params: the permutation); lc_view_jvp is the jvp of
+ * any view whose only differentiable input is input 0. Defined in
+ * shape_views.c. */
+int lc_transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out);
+int lc_view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
+int lc_transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                      struct lc_node **out, int *out_ax);
 
 /* ---- builders over normalised slice parameters (transform rules) ----
  * start_step holds start[nd] then step[nd] exactly as the SLICE primitive

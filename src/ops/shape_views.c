@@ -151,8 +151,8 @@ static int transpose_eval(struct lc_node *n) {
 
 /* Rules: the cotangent goes back through the inverse permutation; vmap
  * keeps the batch axis first. */
-static int transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
-                         int nargs, struct lc_node **out) {
+int lc_transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums, int nargs,
+                     struct lc_node **out) {
   (void)argnums, (void)nargs;
   const int *perm = n->params;
   int inv[n->ndim > 0 ? n->ndim : 1];
@@ -162,7 +162,7 @@ static int transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const in
 
 /* jvp of any view whose only differentiable input is input 0: the same
  * view of the tangent (the other inputs, such as start indices, kept). */
-static int view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+int lc_view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
   if (!tan[0]) return 0;
   struct lc_node *in[n->nin];
   in[0] = tan[0];
@@ -170,8 +170,8 @@ static int view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
   return !(out[0] = lc_rule_clone(n, in));
 }
 
-static int transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
-                          struct lc_node **out, int *out_ax) {
+int lc_transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
+                      struct lc_node **out, int *out_ax) {
   const int *perm = n->params;
   struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
   if (!x) return 1;
@@ -196,9 +196,9 @@ static int transpose_shape(const void *params, int nin, struct lc_node *const *i
 const struct lc_prim lc_prim_transpose = {.name = "transpose",
                                           .flags = LC_PF_VIEW,
                                           .eval_cpu = transpose_eval,
-                                          .vjp = transpose_vjp,
-                                          .jvp = view_jvp,
-                                          .vmap = transpose_vmap,
+                                          .vjp = lc_transpose_vjp,
+                                          .jvp = lc_view_jvp,
+                                          .vmap = lc_transpose_vmap,
                                           .output_shape = transpose_shape};
 
 static struct lc_node *transpose_impl(const char *fn, struct lc_node *a, const int *perm) {
@@ -441,7 +441,7 @@ const struct lc_prim lc_prim_slice = {.name = "slice",
                                       .flags = LC_PF_VIEW,
                                       .eval_cpu = slice_eval,
                                       .vjp = slice_vjp,
-                                      .jvp = view_jvp,
+                                      .jvp = lc_view_jvp,
                                       .vmap = slice_vmap};
 
 struct lc_node *lc_slice_norm(struct lc_node *a, const int *start_step, const int *shape) {
@@ -597,7 +597,7 @@ const struct lc_prim lc_prim_as_strided = {.name = "as_strided",
                                            .flags = LC_PF_VIEW,
                                            .eval_cpu = as_strided_eval,
                                            .vjp = as_strided_vjp,
-                                           .jvp = view_jvp,
+                                           .jvp = lc_view_jvp,
                                            .vmap = as_strided_vmap};
 
 struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, const int64_t *strides,
@@ -698,7 +698,7 @@ const struct lc_prim lc_prim_diagonal = {.name = "diagonal",
                                          .flags = LC_PF_VIEW,
                                          .eval_cpu = diagonal_eval,
                                          .vjp = diagonal_vjp,
-                                         .jvp = view_jvp,
+                                         .jvp = lc_view_jvp,
                                          .vmap = diagonal_vmap};
 
 struct lc_node *lc_diagonal(struct lc_node *a, int offset, int axis1, int axis2) {
