@@ -99,6 +99,23 @@ int lc_node_copy_out(const struct lc_node *n, void *dst);
 /* Drops inputs and params of an evaluated node (MLX's detach). */
 void lc_node_detach(struct lc_node *n);
 
+/* Chaining builders: op over arguments that are consumed (released
+ * after the call); a NULL argument (a failure already reported) gives NULL
+ * without calling op. */
+static inline struct lc_node *lc_take1(struct lc_node *(*op)(struct lc_node *),
+                                       struct lc_node *a) {
+  struct lc_node *r = a ? op(a) : NULL;
+  lc_node_release(a);
+  return r;
+}
+static inline struct lc_node *lc_take2(struct lc_node *(*op)(struct lc_node *, struct lc_node *),
+                                       struct lc_node *a, struct lc_node *b) {
+  struct lc_node *r = a && b ? op(a, b) : NULL;
+  lc_node_release(a);
+  lc_node_release(b);
+  return r;
+}
+
 /* Shape helpers. */
 /* A user-given shape: ndim >= 0, shape non-NULL when ndim > 0, no negative
  * dimension. 0, or 1 after reporting "fn: ...". */

@@ -25,20 +25,7 @@
  * division) have zero rules, as in MLX. Every op vmaps elementwise;
  * divmod, a tuple, has its own rule. */
 
-/* Chain helpers: they consume their node arguments and return a new
- * reference; a NULL argument (a failure already reported) gives NULL. */
-static struct lc_node *take1(struct lc_node *(*op)(struct lc_node *), struct lc_node *a) {
-  struct lc_node *r = a ? op(a) : NULL;
-  lc_node_release(a);
-  return r;
-}
-static struct lc_node *take2(struct lc_node *(*op)(struct lc_node *, struct lc_node *),
-                             struct lc_node *a, struct lc_node *b) {
-  struct lc_node *r = a && b ? op(a, b) : NULL;
-  lc_node_release(a);
-  lc_node_release(b);
-  return r;
-}
+/* Chains consume their node arguments (lc_take1/lc_take2, core/node.h). */
 static struct lc_node *where_(struct lc_node *c, struct lc_node *a, struct lc_node *b) {
   struct lc_node *r = c && a && b ? lc_where(c, a, b) : NULL;
   lc_node_release(c);
@@ -57,30 +44,30 @@ static struct lc_node *kst(const struct lc_node *x, double v) {
 static struct lc_node *multiply_partial(struct lc_node *n, int k) { return ref(n->in[1 - k]); }
 /* 1/y and -x/y^2 = -n/y */
 static struct lc_node *divide_partial(struct lc_node *n, int k) {
-  if (k == 0) return take2(lc_divide, kst(X1, 1), ref(X1));
-  return take1(lc_negative, lc_divide(n, X1));
+  if (k == 0) return lc_take2(lc_divide, kst(X1, 1), ref(X1));
+  return lc_take1(lc_negative, lc_divide(n, X1));
 }
 /* x - y floor(x/y): 1 and -floor(x/y) */
 static struct lc_node *remainder_partial(struct lc_node *n, int k) {
   if (k == 0) return kst(n, 1);
-  return take1(lc_negative, take1(lc_floor, lc_divide(X0, X1)));
+  return lc_take1(lc_negative, lc_take1(lc_floor, lc_divide(X0, X1)));
 }
 /* y x^(y-1), and log(x) x^y taken as 0 where x^y == 0 (MLX: 0 log 0 = 0). */
 static struct lc_node *power_partial(struct lc_node *n, int k) {
   if (k == 0)
-    return take2(lc_multiply, ref(X1),
-                 take2(lc_power, ref(X0), take2(lc_subtract, ref(X1), kst(X1, 1))));
-  return where_(ref(n), take2(lc_multiply, lc_log(X0), ref(n)), kst(n, 0));
+    return lc_take2(lc_multiply, ref(X1),
+                 lc_take2(lc_power, ref(X0), lc_take2(lc_subtract, ref(X1), kst(X1, 1))));
+  return where_(ref(n), lc_take2(lc_multiply, lc_log(X0), ref(n)), kst(n, 0));
 }
 /* arctan2(a, b): b / (a^2 + b^2) and -a / (a^2 + b^2) */
 static struct lc_node *arctan2_partial(struct lc_node *n, int k) {
-  struct lc_node *den = take2(lc_add, lc_square(X0), lc_square(X1));
-  if (k == 0) return take2(lc_divide, ref(X1), den);
-  return take1(lc_negative, take2(lc_divide, ref(X0), den));
+  struct lc_node *den = lc_take2(lc_add, lc_square(X0), lc_square(X1));
+  if (k == 0) return lc_take2(lc_divide, ref(X1), den);
+  return lc_take1(lc_negative, lc_take2(lc_divide, ref(X0), den));
 }
 /* sigmoid(a - b) and sigmoid(b - a) */
 static struct lc_node *logaddexp_partial(struct lc_node *n, int k) {
-  return take1(lc_sigmoid, lc_subtract(n->in[k], n->in[1 - k]));
+  return lc_take1(lc_sigmoid, lc_subtract(n->in[k], n->in[1 - k]));
 }
 
 typedef struct lc_node *(*partial_fn)(struct lc_node *n, int k);
@@ -88,7 +75,7 @@ typedef struct lc_node *(*partial_fn)(struct lc_node *n, int k);
 static int partial_vjp(struct lc_node *n, struct lc_node *cot, const int *argnums, int nargs,
                        partial_fn d, struct lc_node **out) {
   for (int j = 0; j < nargs; j++) {
-    out[j] = take2(lc_multiply, ref(cot), take1(lc_conjugate, d(n, argnums[j])));
+    out[j] = lc_take2(lc_multiply, ref(cot), lc_take1(lc_conjugate, d(n, argnums[j])));
     if (!out[j]) {
       lc_rule_release(out, j);
       return 1;
@@ -98,14 +85,14 @@ static int partial_vjp(struct lc_node *n, struct lc_node *cot, const int *argnum
 }
 /* *acc += v (both consumed; *acc may start NULL). 0, or 1 on failure. */
 static int accum(struct lc_node **acc, struct lc_node *v) {
-  *acc = *acc ? take2(lc_add, *acc, v) : v;
+  *acc = *acc ? lc_take2(lc_add, *acc, v) : v;
   return !*acc;
 }
 static int partial_jvp(struct lc_node *n, struct lc_node *const *tan, partial_fn d,
                        struct lc_node **out) {
   struct lc_node *acc = NULL;
   for (int k = 0; k < 2; k++)
-    if (tan[k] && accum(&acc, take2(lc_multiply, ref(tan[k]), d(n, k)))) return 1;
+    if (tan[k] && accum(&acc, lc_take2(lc_multiply, ref(tan[k]), d(n, k)))) return 1;
   out[0] = acc;
   return 0;
 }

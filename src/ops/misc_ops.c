@@ -45,15 +45,6 @@ struct lc_node *lc_window(int kind, int M) {
 
 /* ---- median ---- */
 
-/* Consumes a and b (either may be NULL after a failure): f(a, b). */
-static struct lc_node *take2(struct lc_node *(*f)(struct lc_node *, struct lc_node *),
-                             struct lc_node *a, struct lc_node *b) {
-  struct lc_node *r = a && b ? f(a, b) : NULL;
-  lc_node_release(a);
-  lc_node_release(b);
-  return r;
-}
-
 struct lc_node *lc_median(struct lc_node *a, const int *axes, int naxes, bool keepdims) {
   if (naxes > a->ndim && naxes > 64) {
     lc_error("mlx_median: %d axes given for an array with %d dimensions", naxes, a->ndim);
@@ -103,8 +94,8 @@ struct lc_node *lc_median(struct lc_node *a, const int *axes, int naxes, bool ke
     struct lc_node *lo = lc_slice_axis(s, keep, mp - 1, mp);
     struct lc_node *loc = lo ? lc_astype(lo, dt) : NULL;
     lc_node_release(lo);
-    struct lc_node *sum = take2(lc_add, m, loc);
-    m = sum ? take2(lc_multiply, sum, lc_node_new_scalar(dt, 0.5)) : NULL;
+    struct lc_node *sum = lc_take2(lc_add, m, loc);
+    m = sum ? lc_take2(lc_multiply, sum, lc_node_new_scalar(dt, 0.5)) : NULL;
   }
   lc_node_release(s);
   if (m && lc_dtype_is_inexact(a->dtype)) {

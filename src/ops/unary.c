@@ -289,27 +289,14 @@ LC_KERNEL(imag, LC_CASES_CX(LC_UCASE, imag))
  * (bitwise_invert, view, fp8 conversions) report an error. Every op has
  * a vmap rule. */
 
-/* Chain helpers: they consume their node arguments and return a new
- * reference; a NULL argument (a failure already reported) gives NULL. */
-static struct lc_node *take1(struct lc_node *(*op)(struct lc_node *), struct lc_node *a) {
-  struct lc_node *r = a ? op(a) : NULL;
-  lc_node_release(a);
-  return r;
-}
-static struct lc_node *take2(struct lc_node *(*op)(struct lc_node *, struct lc_node *),
-                             struct lc_node *a, struct lc_node *b) {
-  struct lc_node *r = a && b ? op(a, b) : NULL;
-  lc_node_release(a);
-  lc_node_release(b);
-  return r;
-}
+/* Chains consume their node arguments (lc_take1/lc_take2, core/node.h). */
 static struct lc_node *mul_(struct lc_node *a, struct lc_node *b) {
-  return take2(lc_multiply, a, b);
+  return lc_take2(lc_multiply, a, b);
 }
-static struct lc_node *div_(struct lc_node *a, struct lc_node *b) { return take2(lc_divide, a, b); }
-static struct lc_node *add_(struct lc_node *a, struct lc_node *b) { return take2(lc_add, a, b); }
+static struct lc_node *div_(struct lc_node *a, struct lc_node *b) { return lc_take2(lc_divide, a, b); }
+static struct lc_node *add_(struct lc_node *a, struct lc_node *b) { return lc_take2(lc_add, a, b); }
 static struct lc_node *sub_(struct lc_node *a, struct lc_node *b) {
-  return take2(lc_subtract, a, b);
+  return lc_take2(lc_subtract, a, b);
 }
 static struct lc_node *ref(struct lc_node *x) { return lc_node_retain(x); }
 /* The 0-d constant v in x's dtype (so it never promotes x). */
@@ -331,14 +318,14 @@ static struct lc_node *log2_deriv(struct lc_node *n) { return over(1 / M_LN2, re
 static struct lc_node *log10_deriv(struct lc_node *n) { return over(1 / M_LN10, ref(X)); }
 static struct lc_node *log1p_deriv(struct lc_node *n) { return over(1, add_(kst(X, 1), ref(X))); }
 static struct lc_node *sin_deriv(struct lc_node *n) { return lc_cos(X); }
-static struct lc_node *cos_deriv(struct lc_node *n) { return take1(lc_negative, lc_sin(X)); }
-static struct lc_node *tan_deriv(struct lc_node *n) { return over(1, take1(lc_square, lc_cos(X))); }
+static struct lc_node *cos_deriv(struct lc_node *n) { return lc_take1(lc_negative, lc_sin(X)); }
+static struct lc_node *tan_deriv(struct lc_node *n) { return over(1, lc_take1(lc_square, lc_cos(X))); }
 /* 1 / sqrt(1 - x^2) */
 static struct lc_node *arcsin_deriv(struct lc_node *n) {
-  return take1(lc_rsqrt, sub_(kst(X, 1), lc_square(X)));
+  return lc_take1(lc_rsqrt, sub_(kst(X, 1), lc_square(X)));
 }
 static struct lc_node *arccos_deriv(struct lc_node *n) {
-  return take1(lc_negative, arcsin_deriv(n));
+  return lc_take1(lc_negative, arcsin_deriv(n));
 }
 static struct lc_node *arctan_deriv(struct lc_node *n) {
   return over(1, add_(kst(X, 1), lc_square(X)));
@@ -347,13 +334,13 @@ static struct lc_node *sinh_deriv(struct lc_node *n) { return lc_cosh(X); }
 static struct lc_node *cosh_deriv(struct lc_node *n) { return lc_sinh(X); }
 /* 1 / cosh^2 (accurate where 1 - tanh^2 cancels) */
 static struct lc_node *tanh_deriv(struct lc_node *n) {
-  return over(1, take1(lc_square, lc_cosh(X)));
+  return over(1, lc_take1(lc_square, lc_cosh(X)));
 }
 static struct lc_node *arcsinh_deriv(struct lc_node *n) {
-  return take1(lc_rsqrt, add_(lc_square(X), kst(X, 1)));
+  return lc_take1(lc_rsqrt, add_(lc_square(X), kst(X, 1)));
 }
 static struct lc_node *arccosh_deriv(struct lc_node *n) {
-  return take1(lc_rsqrt, sub_(lc_square(X), kst(X, 1)));
+  return lc_take1(lc_rsqrt, sub_(lc_square(X), kst(X, 1)));
 }
 static struct lc_node *arctanh_deriv(struct lc_node *n) {
   return over(1, sub_(kst(X, 1), lc_square(X)));
@@ -363,18 +350,18 @@ static struct lc_node *sigmoid_deriv(struct lc_node *n) {
 }
 /* 2/sqrt(pi) e^(-x^2) */
 static struct lc_node *erf_deriv(struct lc_node *n) {
-  return mul_(kst(X, M_2_SQRTPI), take1(lc_exp, take1(lc_negative, lc_square(X))));
+  return mul_(kst(X, M_2_SQRTPI), lc_take1(lc_exp, lc_take1(lc_negative, lc_square(X))));
 }
 /* 1 / erf'(erfinv(x)) = sqrt(pi)/2 e^(y^2), y = n */
 static struct lc_node *erfinv_deriv(struct lc_node *n) {
-  return mul_(kst(n, 1 / M_2_SQRTPI), take1(lc_exp, lc_square(n)));
+  return mul_(kst(n, 1 / M_2_SQRTPI), lc_take1(lc_exp, lc_square(n)));
 }
 static struct lc_node *square_deriv(struct lc_node *n) { return mul_(kst(X, 2), ref(X)); }
 
 typedef struct lc_node *(*deriv_fn)(struct lc_node *n);
 
 static int deriv_vjp(struct lc_node *n, struct lc_node *cot, deriv_fn d, struct lc_node **out) {
-  out[0] = mul_(ref(cot), take1(lc_conjugate, d(n)));
+  out[0] = mul_(ref(cot), lc_take1(lc_conjugate, d(n)));
   return !out[0];
 }
 static int deriv_jvp(struct lc_node *n, struct lc_node *tan, deriv_fn d, struct lc_node **out) {
@@ -425,7 +412,7 @@ static int abs_vjp(struct lc_node *n, struct lc_node *const *cot, const int *arg
   return !out[0];
 }
 static int abs_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  out[0] = take1(lc_real, mul_(ref(tan[0]), take1(lc_conjugate, lc_sign(X))));
+  out[0] = lc_take1(lc_real, mul_(ref(tan[0]), lc_take1(lc_conjugate, lc_sign(X))));
   return !out[0];
 }
 
