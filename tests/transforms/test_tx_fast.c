@@ -6,16 +6,6 @@
 
 #define S test_stream()
 
-/* A float64 array of the per-example shape with a batch axis of extent B
- * inserted at ax (ax == -1: no batch axis). */
-static mlx_array rand_batched(const int *shape, int ndim, int ax, int B, double lo, double hi) {
-  int sh[8], k = 0;
-  for (int d = 0; d <= ndim; d++) {
-    if (d == ax) sh[k++] = B;
-    if (d < ndim) sh[k++] = shape[d];
-  }
-  return tx_rand(sh, k, lo, hi);
-}
 
 struct case_shapes {
   int n;        /* inputs */
@@ -28,7 +18,7 @@ struct case_shapes {
 static void check_all(const char *name, tx_fn f, void *ctx, const struct case_shapes *c,
                       double tol) {
   mlx_array in[5];
-  for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
+  for (int i = 0; i < c->n; i++) in[i] = tx_rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
   tx_check_grad(name, f, ctx, c->n, in, tol);
   for (int i = 0; i < c->n; i++) mlx_array_free(in[i]);
   int sets[3][5];
@@ -38,7 +28,7 @@ static void check_all(const char *name, tx_fn f, void *ctx, const struct case_sh
     sets[2][i] = i == 0 ? -1 : c->nd[i];
   }
   for (int s = 0; s < (c->n > 1 ? 3 : 2); s++) {
-    for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], sets[s][i], 3, -1, 1);
+    for (int i = 0; i < c->n; i++) in[i] = tx_rand_batched(c->sh[i], c->nd[i], sets[s][i], 3, -1, 1);
     char nm[256];
     snprintf(nm, sizeof nm, "%.200s vmap set %d", name, s);
     tx_check_vmap(nm, f, ctx, c->n, in, sets[s], 1e-9);
@@ -59,7 +49,7 @@ static void check_second_opt(const char *name, tx_fn f, void *ctx, const struct 
       check_all(nm, tx_f_second, &sc, c, 1e-5);
     } else {
       mlx_array in[5];
-      for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
+      for (int i = 0; i < c->n; i++) in[i] = tx_rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
       tx_check_grad(nm, tx_f_second, &sc, c->n, in, 1e-5);
       for (int i = 0; i < c->n; i++) mlx_array_free(in[i]);
     }
@@ -184,7 +174,7 @@ static void norm_tests(void) {
       mlx_array in[3];
       int axes[3] = {2, -1, -1}, xs[3] = {3, 5, 4};
       in[0] = tx_rand(xs, 3, -1, 1);
-      for (int i = 1; i < sh.n; i++) in[i] = rand_batched(sh.sh[i], 1, -1, 1, -1, 1);
+      for (int i = 1; i < sh.n; i++) in[i] = tx_rand_batched(sh.sh[i], 1, -1, 1, -1, 1);
       snprintf(nm, sizeof nm, "%s vmap over the last axis", layer ? "layer_norm" : "rms_norm");
       tx_check_vmap(nm, f_norm, &c, sh.n, in, axes, 1e-9);
       for (int i = 0; i < sh.n; i++) mlx_array_free(in[i]);

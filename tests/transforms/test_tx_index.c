@@ -170,11 +170,6 @@ static void batched_shape(const int *sh, int nd, int ax, int b, int *out) {
   for (int i = 0, k = 0; i <= nd; i++) out[i] = i == ax ? b : sh[k++];
 }
 
-static mlx_array rand_batched(const int *sh, int nd, int ax, int b) {
-  int s[7];
-  batched_shape(sh, nd, ax, b, s);
-  return tx_rand(s, nd + 1, -1, 1);
-}
 
 static mlx_array idx_batched(const int *sh, int nd, int ax, int b, int ext, bool negative) {
   int s[7];
@@ -196,7 +191,7 @@ static void vmap_src_idx(const char *name, tx_fn f, void *ctx, const int *ss, in
     for (int ia = -1; ia <= (ni > 0 ? 1 : 0); ia++) {
       if (sa == -1 && ia == -1) continue;
       mlx_array in[2];
-      in[0] = sa < 0 ? tx_rand(ss, nd, -1, 1) : rand_batched(ss, nd, sa, B);
+      in[0] = tx_rand_batched(ss, nd, sa, B, -1, 1);
       in[1] = ia < 0 ? rand_idx(is, ni, ext, negative) : idx_batched(is, ni, ia, B, ext, negative);
       int axes[2] = {sa, ia};
       char buf[96];
@@ -247,7 +242,7 @@ static void test_gather(void) {
   for (int mask = 1; mask < 8; mask++) {
     int axes[3] = {mask & 1 ? 1 : -1, mask & 2 ? 0 : -1, mask & 4 ? 2 : -1};
     mlx_array v[3];
-    v[0] = axes[0] < 0 ? tx_rand(sh, 3, -1, 1) : rand_batched(sh, 3, axes[0], B);
+    v[0] = tx_rand_batched(sh, 3, axes[0], B, -1, 1);
     v[1] = axes[1] < 0 ? rand_idx(s0, 2, 3, false) : idx_batched(s0, 2, axes[1], B, 3, false);
     v[2] = axes[2] < 0 ? rand_idx(s1, 2, 3, true) : idx_batched(s1, 2, axes[2], B, 3, true);
     char buf[64];
@@ -261,7 +256,7 @@ static void test_gather(void) {
   mlx_array x = tx_rand(sh, 3, -1, 1);
   grad_fixed("gather no indices", g_gather, &q, 1, &x, fx);
   int ax1 = 1;
-  mlx_array xb = rand_batched(sh, 3, 1, 2);
+  mlx_array xb = tx_rand_batched(sh, 3, 1, 2, -1, 1);
   tx_check_vmap("gather no indices vmap", g_gather, &q, 1, &xb, &ax1, 1e-12);
   mlx_array_free(x);
   mlx_array_free(xb);
@@ -302,7 +297,7 @@ static void test_dynamic(void) {
   for (int sa = -1; sa <= 1; sa++)
     for (int ta = -1; ta <= 1; ta++) {
       if (sa == -1 && ta == -1) continue;
-      mlx_array v[2] = {sa < 0 ? tx_rand(sh, 3, -1, 1) : rand_batched(sh, 3, sa, B),
+      mlx_array v[2] = {tx_rand_batched(sh, 3, sa, B, -1, 1),
                         ta < 0   ? int_array(st_v, st_s, 1)
                         : ta == 0 ? int_array(bst, bsh, 2)
                                   : int_array(bst_t, bsh_t, 2)};
@@ -315,7 +310,7 @@ static void test_dynamic(void) {
   /* a 0-d start for one axis, batched as [B] */
   struct idx p1 = {.n = 1, .a = {1}, .b = {5, 2, 6}};
   int b1[4] = {0, 2, -1, 7}, b1s[1] = {B};
-  mlx_array s0 = mlx_array_new_int(1), x1 = rand_batched(sh, 3, 2, B);
+  mlx_array s0 = mlx_array_new_int(1), x1 = tx_rand_batched(sh, 3, 2, B, -1, 1);
   grad_fixed("slice_dynamic 0-d start", g_slice_dynamic, &p1, 2, (mlx_array[]){in[0], s0}, fx);
   mlx_array v1[2] = {x1, int_array(b1, b1s, 1)};
   int a1[2] = {2, 0}, a2[2] = {-1, 0};
@@ -333,8 +328,8 @@ static void test_dynamic(void) {
   grad_fixed("slice_update_dynamic clamped", g_slice_update_dynamic, &p, 3, ui, fx3);
   for (int mask = 1; mask < 8; mask++) {
     int axes[3] = {mask & 1 ? 0 : -1, mask & 2 ? 1 : -1, mask & 4 ? 0 : -1};
-    mlx_array v[3] = {axes[0] < 0 ? tx_rand(sh, 3, -1, 1) : rand_batched(sh, 3, axes[0], B),
-                      axes[1] < 0 ? tx_rand(ush, 3, -1, 1) : rand_batched(ush, 3, axes[1], B),
+    mlx_array v[3] = {tx_rand_batched(sh, 3, axes[0], B, -1, 1),
+                      tx_rand_batched(ush, 3, axes[1], B, -1, 1),
                       axes[2] < 0 ? int_array(st_v, st_s, 1) : int_array(bst, bsh, 2)};
     char buf[64];
     snprintf(buf, sizeof buf, "slice_update_dynamic vmap %d %d %d", axes[0], axes[1], axes[2]);
@@ -399,7 +394,7 @@ static void test_scatter(void) {
     for (int mask = 1; mask < 8; mask++) {
       int axes[3] = {mask & 1 ? 1 : -1, mask & 2 ? 0 : -1, mask & 4 ? 2 : -1};
       mlx_array v[3];
-      v[0] = axes[0] < 0 ? tx_rand(sh, 3, -1, 1) : rand_batched(sh, 3, axes[0], B);
+      v[0] = tx_rand_batched(sh, 3, axes[0], B, -1, 1);
       if (axes[1] < 0) {
         v[1] = unique_idx(4, 5);
       } else { /* each example its own distinct indices */
@@ -412,7 +407,7 @@ static void test_scatter(void) {
         }
         v[1] = int_array(vals, bs, 2);
       }
-      v[2] = axes[2] < 0 ? tx_rand(ush, 4, -1, 1) : rand_batched(ush, 4, axes[2], B);
+      v[2] = tx_rand_batched(ush, 4, axes[2], B, -1, 1);
       char buf[64];
       snprintf(buf, sizeof buf, "%s vmap %d %d %d", names[mode], axes[0], axes[1], axes[2]);
       tx_check_vmap(buf, g_scatter, &p, 3, v, axes, 1e-12);
@@ -428,8 +423,8 @@ static void test_scatter(void) {
   int fx[4] = {0, 1, 1, 0};
   grad_fixed("scatter_add two indices", g_scatter, &q, 4, in, fx);
   int axes[4] = {0, -1, 0, 1};
-  mlx_array v[4] = {rand_batched(sh2, 3, 0, 2), in[1], idx_batched(ish2, 1, 0, 2, 3, true),
-                    rand_batched(ush2, 4, 1, 2)};
+  mlx_array v[4] = {tx_rand_batched(sh2, 3, 0, 2, -1, 1), in[1], idx_batched(ish2, 1, 0, 2, 3, true),
+                    tx_rand_batched(ush2, 4, 1, 2, -1, 1)};
   tx_check_vmap("scatter_add two indices vmap", g_scatter, &q, 4, v, axes, 1e-12);
   mlx_array_free(v[0]);
   mlx_array_free(v[2]);
@@ -465,7 +460,7 @@ static void test_put_along(void) {
       for (int mask = 1; mask < 8; mask++) {
         int axes[3] = {mask & 1 ? 0 : -1, mask & 2 ? 1 : -1, mask & 4 ? 2 : -1};
         mlx_array v[3];
-        v[0] = axes[0] < 0 ? tx_rand(sh, 2, -1, 1) : rand_batched(sh, 2, axes[0], 2);
+        v[0] = tx_rand_batched(sh, 2, axes[0], 2, -1, 1);
         if (axes[1] < 0) {
           v[1] = idx;
         } else { /* the same indices for every example, batched along axis 1 */
@@ -477,7 +472,7 @@ static void test_put_along(void) {
           mlx_broadcast_to(&v[1], e, bs, 3, S);
           mlx_array_free(e);
         }
-        v[2] = axes[2] < 0 ? tx_rand(is, 2, -1, 1) : rand_batched(is, 2, axes[2], 2);
+        v[2] = tx_rand_batched(is, 2, axes[2], 2, -1, 1);
         char buf[64];
         snprintf(buf, sizeof buf, "%s vmap %d %d %d", mode ? "scatter_add_axis" : "put_along_axis",
                  axes[0], axes[1], axes[2]);
@@ -505,8 +500,8 @@ static void test_slice_update(void) {
     for (int sa = -1; sa <= 1; sa++)
       for (int ua = -1; ua <= 1; ua++) {
         if (sa == -1 && ua == -1) continue;
-        mlx_array v[2] = {sa < 0 ? tx_rand(sh, 3, -1, 1) : rand_batched(sh, 3, sa, 2),
-                          ua < 0 ? tx_rand(ush, 3, -1, 1) : rand_batched(ush, 3, ua, 2)};
+        mlx_array v[2] = {tx_rand_batched(sh, 3, sa, 2, -1, 1),
+                          tx_rand_batched(ush, 3, ua, 2, -1, 1)};
         int axes[2] = {sa, ua};
         char buf[64];
         snprintf(buf, sizeof buf, "%s vmap %d %d", names[mode], sa, ua);
@@ -552,7 +547,7 @@ static void test_masked_scatter(void) {
     }
     v[1] = axes[1] < 0 ? mlx_array_new_data(mv, sh, 2, MLX_BOOL)
                        : mlx_array_new_data(bm, bsh, 3, MLX_BOOL);
-    v[2] = axes[2] < 0 ? tx_rand(vs, 1, -1, 1) : rand_batched(vs, 1, 0, B);
+    v[2] = axes[2] < 0 ? tx_rand(vs, 1, -1, 1) : tx_rand_batched(vs, 1, 0, B, -1, 1);
     char buf[64];
     snprintf(buf, sizeof buf, "masked_scatter vmap %d %d %d", axes[0], axes[1], axes[2]);
     tx_check_vmap(buf, g_masked_scatter, NULL, 3, v, axes, 1e-12);

@@ -7,16 +7,6 @@
 
 #define S test_stream()
 
-/* A float64 array of the per-example shape with a batch axis of extent B
- * inserted at ax (ax == -1: no batch axis). */
-static mlx_array rand_batched(const int *shape, int ndim, int ax, int B) {
-  int sh[8], k = 0;
-  for (int d = 0; d <= ndim; d++) {
-    if (d == ax) sh[k++] = B;
-    if (d < ndim) sh[k++] = shape[d];
-  }
-  return tx_rand(sh, k, -1, 1);
-}
 
 struct case_shapes {
   int n;          /* inputs */
@@ -29,7 +19,7 @@ struct case_shapes {
 static void check_all(const char *name, tx_fn f, void *ctx, const struct case_shapes *c,
                       double tol) {
   mlx_array in[4];
-  for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], -1, 1);
+  for (int i = 0; i < c->n; i++) in[i] = tx_rand_batched(c->sh[i], c->nd[i], -1, 1, -1, 1);
   tx_check_grad(name, f, ctx, c->n, in, tol);
   for (int i = 0; i < c->n; i++) mlx_array_free(in[i]);
   int sets[3][4];
@@ -39,7 +29,7 @@ static void check_all(const char *name, tx_fn f, void *ctx, const struct case_sh
     sets[2][i] = i == 0 ? -1 : c->nd[i];
   }
   for (int s = 0; s < 3; s++) {
-    for (int i = 0; i < c->n; i++) in[i] = rand_batched(c->sh[i], c->nd[i], sets[s][i], 3);
+    for (int i = 0; i < c->n; i++) in[i] = tx_rand_batched(c->sh[i], c->nd[i], sets[s][i], 3, -1, 1);
     char nm[128];
     snprintf(nm, sizeof nm, "%s vmap set %d", name, s);
     tx_check_vmap(nm, f, ctx, c->n, in, sets[s], 1e-10);

@@ -6,27 +6,19 @@
 
 #define S test_stream()
 
-static mlx_array rand_batched(const int *shape, int ndim, int ax, int B) {
-  int sh[8], k = 0;
-  for (int d = 0; d <= ndim; d++) {
-    if (d == ax) sh[k++] = B;
-    if (d < ndim) sh[k++] = shape[d];
-  }
-  return tx_rand(sh, k, -1, 1);
-}
 
 /* grad at a random point, vmap over each axis 0..ndim of input 0 (others
  * unbatched), and with every input batched at 0. */
 static void check_unary_like(const char *name, tx_fn f, void *ctx, int n, const int *nd,
                              const int (*sh)[4]) {
   mlx_array in[4];
-  for (int i = 0; i < n; i++) in[i] = rand_batched(sh[i], nd[i], -1, 1);
+  for (int i = 0; i < n; i++) in[i] = tx_rand_batched(sh[i], nd[i], -1, 1, -1, 1);
   tx_check_grad(name, f, ctx, n, in, 1e-6);
   for (int i = 0; i < n; i++) mlx_array_free(in[i]);
   for (int a = -1; a <= nd[0]; a++) {
     int axes[4];
     for (int i = 0; i < n; i++) axes[i] = a < 0 ? 0 : i == 0 ? a : -1;
-    for (int i = 0; i < n; i++) in[i] = rand_batched(sh[i], nd[i], axes[i], 3);
+    for (int i = 0; i < n; i++) in[i] = tx_rand_batched(sh[i], nd[i], axes[i], 3, -1, 1);
     char nm[96];
     snprintf(nm, sizeof nm, "%s vmap axis %d", name, a);
     tx_check_vmap(nm, f, ctx, n, in, axes, 1e-10);

@@ -169,12 +169,6 @@ static mlx_array rand_reversed(const int *sh, int nd) {
   return t;
 }
 
-/* x with a batch axis of extent b inserted at ax (random values). */
-static mlx_array rand_batched(const int *sh, int nd, int ax, int b) {
-  int s[7];
-  for (int i = 0, k = 0; i <= nd; i++) s[i] = i == ax ? b : sh[k++];
-  return tx_rand(s, nd + 1, -1, 1);
-}
 
 static void free_all(mlx_array *x, int n) {
   for (int i = 0; i < n; i++) mlx_array_free(x[i]);
@@ -191,7 +185,7 @@ static void check_unary(const char *name, tx_fn f, struct shp *p, const int *sh,
   }
   free_all(xs, 3);
   for (int ax = 0; ax <= (nd > 0 ? 1 : 0); ax++) {
-    mlx_array xb = rand_batched(sh, nd, ax, 3);
+    mlx_array xb = tx_rand_batched(sh, nd, ax, 3, -1, 1);
     snprintf(buf, sizeof buf, "%s vmap axis %d", name, ax);
     tx_check_vmap(buf, f, p, 1, &xb, &ax, 1e-12);
     mlx_array_free(xb);
@@ -296,7 +290,7 @@ static void test_concat_stack(void) {
     tx_check_grad("concatenate", f_concat, &p, 3, x, 1e-6);
     free_all(x, 3);
     /* vmap: input 0 batched at 0, input 1 at 1, input 2 unbatched */
-    mlx_array xb[3] = {rand_batched(sh[0], nd, 0, 2), rand_batched(sh[1], nd, 1, 2),
+    mlx_array xb[3] = {tx_rand_batched(sh[0], nd, 0, 2, -1, 1), tx_rand_batched(sh[1], nd, 1, 2, -1, 1),
                        tx_rand(sh[2], nd, -1, 1)};
     int axes[3] = {0, 1, -1};
     tx_check_vmap("concatenate vmap", f_concat, &p, 3, xb, axes, 1e-12);
@@ -307,7 +301,7 @@ static void test_concat_stack(void) {
   mlx_array x[2] = {tx_rand_layout(sh, 2, 1, -1, 1), tx_rand(sh, 2, -1, 1)};
   tx_check_grad("stack", f_stack, &p, 2, x, 1e-6);
   free_all(x, 2);
-  mlx_array xb[2] = {rand_batched(sh, 2, 1, 3), tx_rand(sh, 2, -1, 1)};
+  mlx_array xb[2] = {tx_rand_batched(sh, 2, 1, 3, -1, 1), tx_rand(sh, 2, -1, 1)};
   int axes[2] = {1, -1};
   tx_check_vmap("stack vmap", f_stack, &p, 2, xb, axes, 1e-12);
   free_all(xb, 2);
@@ -330,7 +324,7 @@ static void test_pad(void) {
   free_all(x, 2);
   /* vmap over the input, the pad value, and both */
   int v1[1] = {3};
-  mlx_array xb[2] = {rand_batched(sh, 3, 1, 3), tx_rand(v1, 1, -1, 1)};
+  mlx_array xb[2] = {tx_rand_batched(sh, 3, 1, 3, -1, 1), tx_rand(v1, 1, -1, 1)};
   int ax_x[2] = {1, -1}, ax_v[2] = {-1, 0}, ax_b[2] = {1, 0};
   mlx_array xu[2] = {tx_rand(sh, 3, -1, 1), xb[1]}, xs[2] = {xb[0], mlx_array_new_float64(-2)};
   tx_check_vmap("pad vmap input", f_pad, &p, 2, xs, ax_x, 1e-12);

@@ -85,6 +85,17 @@ static mlx_array tx_rand_layout(const int *shape, int nd, int layout, double lo,
   return r;
 }
 
+/* A float64 array of the per-example shape with a batch axis of extent B
+ * inserted at ax (ax == -1: no batch axis), values in [lo, hi). */
+static mlx_array tx_rand_batched(const int *shape, int ndim, int ax, int B, double lo, double hi) {
+  int sh[16], k = 0;
+  for (int d = 0; d <= ndim; d++) {
+    if (d == ax) sh[k++] = B;
+    if (d < ndim) sh[k++] = shape[d];
+  }
+  return tx_rand(sh, k, lo, hi);
+}
+
 static mlx_array tx_like(mlx_array a, const double *vals) {
   return mlx_array_new_data(vals, (const int *)mlx_array_shape(a), (int)mlx_array_ndim(a),
                             MLX_FLOAT64);
