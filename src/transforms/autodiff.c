@@ -59,6 +59,36 @@ static int accumulate(struct lc_node **acc, struct lc_node *v, const struct lc_n
   return 0;
 }
 
+/* res[k] = the value the walk holds for nodes[k] (vals, by walk index),
+ * or zeros like nodes[k] when it has none (new references). 0, or 1 after
+ * reporting (res then holds nothing). */
+static int collect(const struct lc_twalk *w, struct lc_node *const *vals, int n,
+                   struct lc_node *const *nodes, struct lc_node **res) {
+  for (int k = 0; k < n; k++) {
+    long j = lc_twalk_dep(w, nodes[k]);
+    res[k] = j >= 0 && vals[j] ? lc_node_retain(vals[j]) : lc_zeros_like(nodes[k]);
+    if (!res[k]) {
+      lc_rule_release(res, (size_t)k);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* Frees the per-node values and the tuples' per-output values of a walk. */
+static void free_values(const struct lc_twalk *w, struct lc_node **vals,
+                        struct lc_node ***tvals) {
+  for (size_t i = 0; i < w->len; i++) {
+    if (vals) lc_node_release(vals[i]);
+    if (tvals && tvals[i]) {
+      lc_rule_release(tvals[i], (size_t)w->tnout[i]);
+      free(tvals[i]);
+    }
+  }
+  free(vals);
+  free(tvals);
+}
+
 int lc_vjp_graph(int nprim, struct lc_node *const *prim, int nout, struct lc_node *const *outs,
                  struct lc_node *const *cot, struct lc_node **grads) {
   struct lc_twalk w;
@@ -132,27 +162,9 @@ int lc_vjp_graph(int nprim, struct lc_node *const *prim, int nout, struct lc_nod
       cots[ii] = NULL;
     }
   }
-  for (int i = 0; i < nprim; i++) {
-    long j = lc_twalk_dep(&w, prim[i]);
-    grads[i] = NULL;
-    if (j >= 0 && cots[j]) {
-      grads[i] = lc_node_retain(cots[j]);
-    } else if (!(grads[i] = lc_zeros_like(prim[i]))) {
-      lc_rule_release(grads, (size_t)i);
-      goto done;
-    }
-  }
-  rc = 0;
+  rc = collect(&w, cots, nprim, prim, grads);
 done:
-  for (size_t i = 0; i < len; i++) {
-    if (cots) lc_node_release(cots[i]);
-    if (tcots && tcots[i]) {
-      lc_rule_release(tcots[i], (size_t)w.tnout[i]);
-      free(tcots[i]);
-    }
-  }
-  free(cots);
-  free(tcots);
+  free_values(&w, cots, tcots);
   free(argnums);
   free(res);
   lc_twalk_free(&w);
@@ -215,27 +227,9 @@ int lc_jvp_graph(int nprim, struct lc_node *const *prim, struct lc_node *const *
     /* (a tuple's tangents, one per output, are kept as its rule gives them) */
     if (!w.tnout[i] && one[0] && !(tans[i] = conform(one[0], n, "jvp", p->name))) goto done;
   }
-  for (int o = 0; o < nout; o++) {
-    long j = lc_twalk_dep(&w, outs[o]);
-    tout[o] = NULL;
-    if (j >= 0 && tans[j]) {
-      tout[o] = lc_node_retain(tans[j]);
-    } else if (!(tout[o] = lc_zeros_like(outs[o]))) {
-      lc_rule_release(tout, (size_t)o);
-      goto done;
-    }
-  }
-  rc = 0;
+  rc = collect(&w, tans, nout, outs, tout);
 done:
-  for (size_t i = 0; i < len; i++) {
-    if (tans) lc_node_release(tans[i]);
-    if (ttans && ttans[i]) {
-      lc_rule_release(ttans[i], (size_t)w.tnout[i]);
-      free(ttans[i]);
-    }
-  }
-  free(tans);
-  free(ttans);
+  free_values(&w, tans, ttans);
   free(tin);
   lc_twalk_free(&w);
   return rc;
