@@ -7,8 +7,8 @@
  * builds it once with the system C compiler into a shared object, caches it
  * on disk and loads it with dlopen. The generated code calls the same
  * functions as the elementwise kernels (ops/vmath.h, embedded at build
- * time), so results differ from the interpreter's only by FMA contraction
- * across primitives (one rounding instead of two).
+ * time) and is built, like them, without FMA contraction, so a native
+ * kernel gives the interpreter's (and the uncompiled ops') bits exactly.
  *
  * Invariants:
  *  - a kernel's object on disk is named by the hash of its source text,
@@ -139,7 +139,9 @@ static void body(struct lc_strbuf *s, const struct lc_fused_hdr *h, unsigned sca
 /* The kernel's C source; NULL when out of memory. */
 static char *generate(const struct lc_fused_hdr *h, unsigned scalars, const char *isa) {
   struct lc_strbuf s = {0};
-  lc_strbuf_put(&s, "/* lace fused kernel (%s) */\n%s\n", isa, lc_vmath_src);
+  /* The header names the build flags that matter for the bits, so that a
+   * kernel built under other flags (an older cache) has another name. */
+  lc_strbuf_put(&s, "/* lace fused kernel (%s, fp-contract=off) */\n%s\n", isa, lc_vmath_src);
   lc_strbuf_put(&s, "void lace_fused(long n, void *const *out, const void *const *in, const long *is) {\n");
   for (int k = 0; k < h->nin; k++) {
     if (scalars >> k & 1)
@@ -215,7 +217,7 @@ static bool run_build(const char *isa, const char *src_c, const char *tmp_so, co
   if (!cc || !*cc) cc = "cc";
   static const char script[] =
       "\"$0\" -O3 \"$1\" -std=c17 -fPIC -shared -fno-math-errno -fno-trapping-math "
-      "-ffp-contract=fast -w -o \"$2\" \"$3\" && mv -f \"$2\" \"$4\"; s=$?; "
+      "-ffp-contract=off -w -o \"$2\" \"$3\" && mv -f \"$2\" \"$4\"; s=$?; "
       "rm -f \"$2\" \"$3\"; exit $s";
   char *argv[] = {"sh", "-c",         (char *)script, (char *)cc, (char *)isa,
                   (char *)tmp_so, (char *)src_c, (char *)so, NULL};

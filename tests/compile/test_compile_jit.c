@@ -1,6 +1,7 @@
 /* Native fused kernels (src/compile/jit.c): float32 elementwise regions
  * built with the system C compiler must compute what the uncompiled ops
- * compute (up to FMA contraction across primitives), through every input
+ * compute, bit for bit (no FMA contraction anywhere, signs of zero
+ * included), through every input
  * layout the fused kernel's driver hands them (contiguous, scalar,
  * broadcast rows and columns, transposed, gathered), with several outputs
  * and NaNs; regions they do not cover, a failing compiler and LACE_JIT=0
@@ -61,6 +62,25 @@ static int fun_math(mlx_vector_array *res, const mlx_vector_array in, void *pl) 
   return rc;
 }
 
+/* x * 0.7 + 0.3 and x * y + x: a product feeding a sum, where FMA
+ * contraction would change the last bit (and the sign of zero results). */
+static int fun_muladd(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
+  (void)pl;
+  mlx_array x = mlx_array_new(), y = mlx_array_new(), a = mlx_array_new(), b = mlx_array_new(),
+            k = mlx_array_new_float(0.7f), c = mlx_array_new_float(0.3f);
+  mlx_vector_array_get(&x, in, 0);
+  mlx_vector_array_get(&y, in, 1);
+  int rc = mlx_multiply(&a, x, k, S);
+  if (!rc) rc = mlx_add(&a, a, c, S);
+  if (!rc) rc = mlx_multiply(&b, x, y, S);
+  if (!rc) rc = mlx_add(&b, b, x, S);
+  if (!rc) rc = mlx_vector_array_append_value(*res, a);
+  if (!rc) rc = mlx_vector_array_append_value(*res, b);
+  mlx_array_free(x), mlx_array_free(y), mlx_array_free(a), mlx_array_free(b);
+  mlx_array_free(k), mlx_array_free(c);
+  return rc;
+}
+
 /* sqrt(x * x + 1): built only under a failing compiler. */
 static int fun_fail(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   (void)pl;
@@ -89,7 +109,7 @@ static int fun_unsafe(mlx_vector_array *res, const mlx_vector_array in, void *pl
 }
 
 /* Compares compiled and uncompiled outputs: same NaN positions, otherwise
- * within a few float32 roundings. */
+ * the same values with the same signs (so -0 and +0 differ). */
 static void check(const char *what, mlx_closure f, mlx_array *in, int nin) {
   mlx_closure cf = mlx_closure_new();
   CHECK_OK(mlx_compile(&cf, f, false));
@@ -105,9 +125,8 @@ static void check(const char *what, mlx_closure f, mlx_array *in, int nin) {
     double *u = test_values(a), *v = test_values(b);
     size_t n = mlx_array_size(b), bad = 0, at = 0;
     CHECK(mlx_array_size(a) == n && mlx_array_dtype(a) == mlx_array_dtype(b));
-    double tol = mlx_array_dtype(b) == MLX_FLOAT32 ? 1e-5 : 1e-2;
     for (size_t i = 0; u && v && i < n; i++) {
-      bool same = isnan(u[i]) ? isnan(v[i]) : fabs(u[i] - v[i]) <= tol * (1e-3 + fabs(v[i]));
+      bool same = isnan(u[i]) ? isnan(v[i]) : u[i] == v[i] && signbit(u[i]) == signbit(v[i]);
       if (!same && !bad++) at = i;
     }
     CHECK_MSG(u && v && bad == 0, "%s output %zu: %zu mismatches, first at %zu: %.9g vs %.9g",
@@ -210,6 +229,12 @@ int main(void) {
   check("math, contiguous", math, m, 1);
   if (have_cc) CHECK(lc_jit_kernels() == k3 + 1);
   check("math, transposed", math, &tt, 1);
+
+  /* a product feeding a sum: contraction would differ in the last bit */
+  mlx_closure muladd = mlx_closure_new_func_payload(fun_muladd, NULL, NULL);
+  check("x*0.7+0.3, x*y+x", muladd, xy, 2);
+  check("x*0.7+0.3, x*y+x, column x row", muladd, r, 2);
+  mlx_closure_free(muladd);
 
   /* not covered (float16): interpreted, nothing new loaded */
   long k2 = lc_jit_kernels();
