@@ -33,6 +33,9 @@ static inline mlx_array lc_api_wrap(struct lc_node *n) { return (mlx_array){n}; 
 
 /* Validates a stream argument (empty = default). 0 or 1 after reporting. */
 int lc_api_check_stream(const char *fn, mlx_stream s);
+/* This thread's default device and stream as one number (compile's cache
+ * key: a function called on another default stream is traced again). */
+uint64_t lc_api_default_stream_key(void);
 
 /* Reads the arrays of a vector into a malloc'd array of borrowed node
  * pointers (*out, *n). Every element must be non-empty. */

@@ -190,6 +190,11 @@ int mlx_stream_get_index(int *index, mlx_stream stream) {
 /* CPU work is synchronous: by the time a call returns its work is done. */
 int mlx_synchronize(mlx_stream stream) { return lc_api_check_stream("mlx_synchronize", stream); }
 
+uint64_t lc_api_default_stream_key(void) {
+  return (uint64_t)default_device.type << 48 | (uint64_t)(uint16_t)default_device.index << 32 |
+         (uint32_t)default_stream_index;
+}
+
 int mlx_get_default_stream(mlx_stream *stream, mlx_device dev) {
   LC_CHECK_RES("mlx_get_default_stream", stream);
   if (!dev.ctx) return lc_error("mlx_get_default_stream: empty device");

@@ -1,9 +1,10 @@
 /* Public random functions (random.h): checks, then ops/random.h.
  * An empty key handle means: the next key of the global sequence.
- * multivariate_normal is not implemented (needs an SVD; stub). */
+ * multivariate_normal is built in linalg/mvn.c (it needs an SVD). */
 #include <limits.h>
 
 #include "api/api.h"
+#include "linalg/linalg.h"
 #include "ops/random.h"
 #include "ops/shape.h"
 
@@ -202,4 +203,15 @@ int mlx_random_permutation(mlx_array *res, const mlx_array x, int axis, const ml
   PROLOGUE("mlx_random_permutation");
   LC_CHECK_ARR("mlx_random_permutation", x);
   return lc_api_set(res, lc_random_permutation(lc_arr(x), axis, KEY(key)));
+}
+
+int mlx_random_multivariate_normal(mlx_array *res, const mlx_array mean, const mlx_array cov,
+                                   const int *shape, size_t shape_num, mlx_dtype dtype,
+                                   const mlx_array key, const mlx_stream s) {
+  PROLOGUE("mlx_random_multivariate_normal");
+  LC_CHECK_ARR("mlx_random_multivariate_normal", mean);
+  LC_CHECK_ARR("mlx_random_multivariate_normal", cov);
+  if (shape_arg("mlx_random_multivariate_normal", shape, shape_num)) return 1;
+  return lc_api_set(res, lc_linalg_multivariate_normal(lc_arr(mean), lc_arr(cov), (int)shape_num,
+                                                       shape, dtype, KEY(key)));
 }

@@ -3,7 +3,8 @@
  * Keys: (kind, id) names the function: kind 0 is a compiled closure's
  * private id (its entries are erased when the closure is freed), kind 1 an
  * mlx_detail_compile fun_id (entries stay until erased, cleared or evicted).
- * Within a function an entry matches on the inputs' count, dtypes and ranks,
+ * Within a function an entry matches on the default stream (device and
+ * stream index) the call is made on, the inputs' count, dtypes and ranks,
  * the constants vector, and the shapes unless the call is shapeless and the
  * entry's program is shape-polymorphic.
  *
@@ -37,6 +38,7 @@ struct lc_centry {
   struct fnrec *fn; /* NULL once removed */
   struct lc_centry *prev, *next;
   uint64_t stamp;
+  uint64_t stream;
   int nin;
   mlx_dtype *dtypes;
   int *ndims;
@@ -170,7 +172,7 @@ static void release_dropped(struct dropped *d) {
 }
 
 static bool matches(const struct lc_centry *e, const struct lc_ckey *k) {
-  if (e->nin != k->nin || e->nconst != k->nconst) return false;
+  if (e->stream != k->stream || e->nin != k->nin || e->nconst != k->nconst) return false;
   if (k->nconst && memcmp(e->consts, k->consts, sizeof(uint64_t) * k->nconst)) return false;
   bool any_shape = k->shapeless && e->prog->poly;
   const int *sh = e->shapes;
@@ -230,6 +232,7 @@ struct lc_centry *lc_cache_insert(const struct lc_ckey *key, struct lc_cprog *pr
   }
   atomic_init(&e->refs, 2); /* the cache's and the caller's */
   e->prog = prog;
+  e->stream = key->stream;
   e->nin = key->nin;
   e->nconst = key->nconst;
   if (key->nconst) memcpy(e->consts, key->consts, sizeof(uint64_t) * key->nconst);

@@ -11,7 +11,12 @@
  *
  * A failed trace (the function returns non-zero, an op fails, or it tries
  * to evaluate a traced array) reports, returns non-zero and caches nothing:
- * the next call traces again. */
+ * the next call traces again.
+ *
+ * Inside another transform's trace (an outer compile, vjp, jvp or vmap on
+ * this thread), a compiled function called on that trace's arrays, or
+ * capturing them, runs as itself, as in MLX: its ops join the enclosing
+ * trace (and fuse with it), and transforms see its stop_gradients. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -19,6 +24,8 @@
 
 #include "compile/compile.h"
 #include "core/error.h"
+#include "api/api.h"
+#include "core/graph.h"
 #include "mlx/c/compile.h"
 
 static atomic_int mode = MLX_COMPILE_MODE_ENABLED;
@@ -110,6 +117,13 @@ static int try_entries(struct lc_centry **cand, int nc, struct lc_node *const *i
   return rc;
 }
 
+static bool any_traced(struct lc_node *const *in, int nin) {
+  if (!lc_tracing()) return false;
+  for (int i = 0; i < nin; i++)
+    if (in[i]->flags & LC_NF_TRACED) return true;
+  return false;
+}
+
 static int compiled_call(mlx_vector_array *res, const mlx_vector_array vin, void *payload) {
   struct cfun *f = payload;
   if (!vin.ctx) return lc_error("compiled function: empty input vector");
@@ -119,6 +133,7 @@ static int compiled_call(mlx_vector_array *res, const mlx_vector_array vin, void
   struct lc_node **in = va->items;
   for (int i = 0; i < nin; i++)
     if (!in[i]) return lc_error("compiled function: input %d is an empty array", i);
+  if (any_traced(in, nin)) return f->fun->call(f->fun, res, vin);
   mlx_dtype dtypes[nin > 0 ? nin : 1];
   int ndims[nin > 0 ? nin : 1];
   const int *shapes[nin > 0 ? nin : 1];
@@ -127,7 +142,9 @@ static int compiled_call(mlx_vector_array *res, const mlx_vector_array vin, void
     ndims[i] = in[i]->ndim;
     shapes[i] = in[i]->shape;
   }
-  struct lc_ckey key = {f->kind, f->id, nin, dtypes, ndims, shapes, f->shapeless, f->nconst,
+  struct lc_ckey key = {f->kind,     f->id,        lc_api_default_stream_key(),
+                        nin,         dtypes,       ndims,
+                        shapes,      f->shapeless, f->nconst,
                         f->consts};
   struct lc_centry *cand[MAX_CANDIDATES];
   int nc = lc_cache_find(&key, cand, MAX_CANDIDATES);
@@ -141,8 +158,13 @@ static int compiled_call(mlx_vector_array *res, const mlx_vector_array vin, void
   rc = try_entries(cand, nc, in, res);
   if (rc < 0) {
     struct lc_cprog *p = NULL;
-    rc = 1;
-    if (lc_compile_trace(f->fun, nin, dtypes, ndims, shapes, &p) == 0) {
+    rc = lc_compile_trace(f->fun, nin, dtypes, ndims, shapes, &p);
+    if (rc == LC_TRACE_CAPTURES) {
+      lc_cache_unlock_fn(token);
+      return f->fun->call(f->fun, res, vin);
+    }
+    if (rc == 0) {
+      rc = 1;
       if (optimise(p, f->shapeless)) {
         lc_cprog_free(p);
       } else {

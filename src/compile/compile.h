@@ -69,7 +69,10 @@ bool lc_cprog_valid(const struct lc_cprog *p);
 
 /* ---- passes ---- */
 /* Traces closure c on placeholders of the given input dtypes/shapes.
- * 0 and *out set, or 1 after reporting (nothing is left behind). */
+ * 0 and *out set, or 1 after reporting (nothing is left behind), or
+ * LC_TRACE_CAPTURES (nothing reported): inside an enclosing trace, the
+ * function uses that trace's arrays without taking them as inputs. */
+#define LC_TRACE_CAPTURES 2
 int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, const int *ndims,
                      const int *const *shapes, struct lc_cprog **out);
 /* Common-subexpression elimination, equal scalar constants merged, dead
@@ -191,6 +194,7 @@ struct lc_centry;
 struct lc_ckey {
   int kind; /* 0: a compiled closure's private id; 1: mlx_detail_compile id */
   uintptr_t id;
+  uint64_t stream; /* the caller's default stream (lc_api_default_stream_key) */
   int nin;
   const mlx_dtype *dtypes;
   const int *ndims;

@@ -2,7 +2,11 @@
  * Two instructions merge when they have the same op, arguments (after
  * earlier merges), params bytes, and output dtypes and shapes, unless the
  * op is LC_PF_NOCSE. Size-1 constants with equal dtype, shape and bytes
- * merge. Dead instructions and constants are dropped by lc_cprog_compact.
+ * merge. No-ops (copy, stop_gradient: the value of their argument) are
+ * replaced by their argument, so they cost nothing and split no fused
+ * region; a program is never differentiated (a compiled function called
+ * under a transform runs as itself), so no gradient needs them. Dead
+ * instructions and constants are dropped by lc_cprog_compact.
  * One pass in topological order reaches the fixed point: arguments are
  * replaced before an instruction is compared. */
 #include <stdlib.h>
@@ -45,6 +49,14 @@ static bool same_instr(const struct lc_cprog *p, const struct lc_cinstr *a,
   return true;
 }
 
+static bool is_noop(const struct lc_cprog *p, const struct lc_cinstr *ins) {
+  if ((ins->op != LC_OP_EW_COPY && ins->op != LC_OP_STOP_GRADIENT) || ins->nin != 1 ||
+      ins->nout != 1)
+    return false;
+  const struct lc_cval *a = &p->vals[ins->in[0]], *r = &p->vals[ins->out[0]];
+  return a->dtype == r->dtype && lc_shape_equal(a->ndim, a->shape, r->ndim, r->shape);
+}
+
 static void merge_scalar_constants(struct lc_cprog *p, int *rep) {
   for (int c = 0; c < p->nconst; c++) {
     struct lc_node *a = p->consts[c];
@@ -79,6 +91,10 @@ int lc_compile_simplify(struct lc_cprog *p) {
   for (int i = 0; i < p->ninstr; i++) {
     struct lc_cinstr *ins = &p->instrs[i];
     for (int k = 0; k < ins->nin; k++) ins->in[k] = rep[ins->in[k]];
+    if (is_noop(p, ins)) {
+      rep[ins->out[0]] = ins->in[0];
+      continue;
+    }
     if (lc_prims[ins->op]->flags & LC_PF_NOCSE) continue;
     uint64_t h = hash_instr(p, ins);
     hashes[i] = h;

@@ -8,8 +8,11 @@
  * the function returns and becomes a read-only constant of the program, so
  * programs never hold lazy graphs and can be shared across threads.
  * Broadcast views are kept as instructions (see mark()).
- * Placeholders of an enclosing trace (a closure capturing an array of the
- * outer function being traced) cannot be constants: that is an error. */
+ * An array of an enclosing trace (placeholders of an outer compile or
+ * vmap, tracers of an outer vjp or jvp, and anything built on them) that
+ * the function captures instead of taking it as an input cannot be a
+ * constant: the trace gives up (LC_TRACE_CAPTURES) and the compiled
+ * function runs as itself inside the enclosing trace instead. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,23 +42,42 @@ struct walk {
   struct lc_tape tape;
   struct lc_ptrmap index; /* node -> tape position */
   unsigned char *dep;
+  bool nested; /* another trace encloses this one on this thread */
 };
 
-static int mark(struct walk *w, struct lc_ptrmap *ph) {
+/* Whether n (borrowed) is where traced-ness of an enclosing trace enters
+ * the graph: flagged, but none of its unevaluated inputs is (a tracer, an
+ * array built on evaluated traced values, an outer placeholder). */
+static bool foreign_source(struct walk *w, const struct lc_node *n) {
+  if (!w->nested || !(n->flags & LC_NF_TRACED)) return false;
+  for (int k = 0; k < n->nin; k++)
+    if (!n->in[k]->buf && (n->in[k]->flags & LC_NF_TRACED)) return false;
+  return true;
+}
+
+/* Marks what depends on our placeholders. LC_TRACE_CAPTURES (nothing
+ * reported) when an enclosing trace's arrays are reached; 1 after
+ * reporting. */
+static int mark(struct walk *w, struct lc_ptrmap *ph, struct lc_node *const *outs, size_t nout) {
   for (size_t i = 0; i < w->tape.len; i++)
     if (lc_ptrmap_put(&w->index, w->tape.nodes[i], (intptr_t)i)) return 1;
   w->dep = calloc(w->tape.len + 1, 1);
   if (!w->dep) return lc_error("out of memory");
   for (size_t i = 0; i < w->tape.len; i++) {
     struct lc_node *n = w->tape.nodes[i];
-    if (n->op == LC_OP_PLACEHOLDER) {
-      w->dep[i] = lc_ptrmap_get(ph, n, NULL) ? DEP_OURS : DEP_FOREIGN;
+    if (n->op == LC_OP_PLACEHOLDER && lc_ptrmap_get(ph, n, NULL)) {
+      w->dep[i] = DEP_OURS;
+      continue;
+    }
+    if (n->op == LC_OP_PLACEHOLDER || foreign_source(w, n)) {
+      w->dep[i] = DEP_FOREIGN;
       continue;
     }
     unsigned char d = 0;
     for (int k = 0; k < n->nin; k++) {
       intptr_t j;
       if (!n->in[k]->buf && lc_ptrmap_get(&w->index, n->in[k], &j)) d |= w->dep[j];
+      else if (w->nested && n->in[k]->buf && (n->in[k]->flags & LC_NF_TRACED)) d |= DEP_FOREIGN;
     }
     /* Broadcast views stay in the program even over constants: they cost
      * nothing, fusion absorbs them, and shapeless replay re-derives their
@@ -63,11 +85,14 @@ static int mark(struct walk *w, struct lc_ptrmap *ph) {
     if (lc_prims[n->op]->flags & LC_PF_BROADCAST) d |= DEP_OURS;
     w->dep[i] = d;
   }
+  for (size_t o = 0; o < nout; o++)
+    if (w->nested && outs[o]->buf && (outs[o]->flags & LC_NF_TRACED)) return LC_TRACE_CAPTURES;
   for (size_t i = 0; i < w->tape.len; i++)
-    if (w->dep[i] & DEP_FOREIGN)
-      return lc_error("compile: the function uses an array that depends on the inputs of an "
-                      "enclosing traced function without taking it as an input; pass it as an "
-                      "input instead");
+    if (w->dep[i] & DEP_FOREIGN) {
+      if (w->nested) return LC_TRACE_CAPTURES;
+      return lc_error("compile: the function uses an array that depends on the inputs of a "
+                      "traced function that has returned; pass it as an input instead");
+    }
   return 0;
 }
 
@@ -216,9 +241,12 @@ int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, con
     if (!ph[i] || lc_ptrmap_put(&phmap, ph[i], i)) goto done;
   }
   traces_run++;
+  w.nested = lc_tracing();
+  lc_trace_enter();
   lc_eval_forbid(1);
   int crc = lc_closure_call_nodes(c, ph, (size_t)nin, &outs, &nout);
   lc_eval_forbid(-1);
+  lc_trace_leave();
   if (crc) {
     char why[512];
     snprintf(why, sizeof why, "%s", lc_last_error());
@@ -232,9 +260,13 @@ int lc_compile_trace(struct lc_closure *c, int nin, const mlx_dtype *dtypes, con
       lc_error("compile: output %zu of the traced function is an empty array", o);
       goto done;
     }
-  if (lc_graph_tape(outs, nout, 0, &w.tape) || mark(&w, &phmap) ||
-      eval_constants(&w, outs, nout))
+  if (lc_graph_tape(outs, nout, 0, &w.tape)) goto done;
+  int mrc = mark(&w, &phmap, outs, nout);
+  if (mrc) {
+    rc = mrc;
     goto done;
+  }
+  if (eval_constants(&w, outs, nout)) goto done;
   p = lc_cprog_new(nin);
   if (!p || build(&w, ph, nin, outs, nout, p)) goto done;
   rc = 0;

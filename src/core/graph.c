@@ -8,6 +8,11 @@
 
 static _Thread_local int eval_forbidden;
 static _Thread_local int keep_graph;
+static _Thread_local int trace_depth;
+
+void lc_trace_enter(void) { trace_depth++; }
+void lc_trace_leave(void) { trace_depth--; }
+bool lc_tracing(void) { return trace_depth > 0; }
 
 void lc_eval_keep_graph(int delta) { keep_graph += delta; }
 bool lc_eval_keeps_graph(void) { return keep_graph > 0; }
@@ -106,11 +111,14 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
   size_t pending = 0;
   for (size_t i = 0; i < nout; i++) pending += !outs[i]->buf;
   if (!pending) return 0;
-  if (eval_forbidden > 0)
-    return lc_error("cannot evaluate an array while a function is being traced "
-                    "(compile, vmap); return it as an output instead");
   struct lc_tape tape;
   if (lc_graph_tape(outs, nout, 0, &tape)) return 1;
+  for (size_t i = 0; eval_forbidden > 0 && i < tape.len; i++)
+    if (tape.nodes[i]->op == LC_OP_PLACEHOLDER) {
+      free(tape.nodes);
+      return lc_error("cannot evaluate an array that depends on the inputs of a function being "
+                      "traced (compile, vmap); return it as an output instead");
+    }
   /* Keep the requested outputs alive while their producers detach. */
   for (size_t i = 0; i < nout; i++) lc_node_retain(outs[i]);
   int rc = 0;

@@ -33,12 +33,20 @@ int lc_graph_walk(struct lc_node *const *outs, size_t nout,
 /* Evaluates outs (any may already be evaluated). 0, or 1 after reporting. */
 int lc_eval(struct lc_node *const *outs, size_t nout);
 
-/* Hook for transforms: while > 0 on this thread, lc_eval refuses (tracing
- * placeholders have no data). */
+/* Hook for transforms: while > 0 on this thread, lc_eval refuses to
+ * evaluate anything that depends on a placeholder (placeholders have no
+ * data); arrays independent of the traced inputs evaluate as usual. */
 void lc_eval_forbid(int delta);
 /* This thread's current lc_eval_forbid count (compile lifts it briefly to
  * evaluate input-independent constants of a nested trace). */
 int lc_eval_forbid_depth(void);
+
+/* Brackets a function's trace by a transform (compile, vjp, jvp, vmap) on
+ * this thread; lc_tracing() says whether one is under way, which is when
+ * LC_NF_TRACED flags mean something. */
+void lc_trace_enter(void);
+void lc_trace_leave(void);
+bool lc_tracing(void);
 
 /* Hook for vjp/jvp: while > 0 on this thread, lc_eval leaves evaluated
  * nodes attached to their inputs (the graph stays walkable). */

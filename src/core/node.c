@@ -10,8 +10,18 @@
 
 int64_t lc_shape_size(int ndim, const int *shape) {
   int64_t s = 1;
-  for (int i = 0; i < ndim; i++) s *= shape[i];
+  for (int i = 0; i < ndim; i++)
+    if (__builtin_mul_overflow(s, (int64_t)shape[i], &s)) return INT64_MAX;
   return s;
+}
+
+bool lc_shape_too_large(int ndim, const int *shape) {
+  int64_t span = 1;
+  for (int i = 0; i < ndim; i++) {
+    int64_t d = shape[i] > 1 ? shape[i] : 1;
+    if (__builtin_mul_overflow(span, d, &span) || span > LC_MAX_ELEMS) return true;
+  }
+  return false;
 }
 
 bool lc_shape_equal(int na, const int *a, int nb, const int *b) {
@@ -63,6 +73,12 @@ struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape) {
       lc_error("negative dimension %d in shape", shape[i]);
       return NULL;
     }
+  if (lc_shape_too_large(ndim, shape)) {
+    char buf[96];
+    lc_error("array of shape %s is too large (more than 2^%d elements, counting empty "
+             "dimensions as 1)", lc_shape_str(ndim, shape, buf, sizeof buf), LC_MAX_ELEMS_LOG2);
+    return NULL;
+  }
   /* strides first: they need 8-byte alignment */
   struct lc_node *n = malloc(sizeof *n + (sizeof(int64_t) + sizeof(int)) * (size_t)ndim);
   if (!n) {
@@ -98,7 +114,11 @@ struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *sha
     memcpy(n->params, params, params_size);
     n->params_size = params_size;
   }
-  for (int i = 0; i < nin; i++) n->in[i] = lc_node_retain(in[i]);
+  for (int i = 0; i < nin; i++) {
+    n->in[i] = lc_node_retain(in[i]);
+    n->flags |= in[i]->flags & LC_NF_TRACED;
+  }
+  if (op == LC_OP_PLACEHOLDER) n->flags |= LC_NF_TRACED;
   n->nin = nin;
   if (params_size && lc_prims[op]->params_ref) lc_prims[op]->params_ref(n->params, +1);
   return n;
@@ -246,4 +266,5 @@ void lc_node_detach(struct lc_node *n) {
   n->params = NULL;
   n->params_size = 0;
   n->op = LC_OP_NONE;
+  n->flags &= ~LC_NF_TRACED;
 }

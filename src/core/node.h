@@ -6,7 +6,8 @@
  * dropping a chain of any length never recurses.
  *
  * Invariants:
- *  - shape has ndim entries >= 0; size is their product (1 for ndim 0).
+ *  - shape has ndim entries >= 0; size is their product (1 for ndim 0);
+ *    !lc_shape_too_large(ndim, shape), so sizes and strides never overflow.
  *  - buf != NULL  <=>  the node is evaluated; then element (i0..ik) lives at
  *    data(buf) + (offset + sum i_j * strides[j]) * itemsize.
  *  - op == LC_OP_NONE  =>  buf != NULL (leaves are born evaluated; evaluated
@@ -28,6 +29,11 @@
 
 /* Node flags. */
 #define LC_NF_CONTIG 1u /* evaluated, row-major contiguous from offset */
+/* Depends on the inputs of a transform's trace: set on placeholders and
+ * tracers, inherited by every node built on a flagged input, cleared when
+ * the node is evaluated and detached. Meaningful only while this thread is
+ * tracing (lc_tracing()): a flag that outlived its trace is stale. */
+#define LC_NF_TRACED 2u
 
 struct lc_node {
   atomic_int refs;
@@ -123,7 +129,14 @@ int lc_shape_check(const char *fn, int ndim, const int *shape);
 /* Normalises *axis (negative counts from the end) against ndim. 0, or 1
  * after reporting "fn: axis 5 is out of bounds for an array with 2 dimensions". */
 int lc_axis_check(const char *fn, int *axis, int ndim);
+/* The number of elements; INT64_MAX when the product overflows. */
 int64_t lc_shape_size(int ndim, const int *shape);
+/* Shapes of nodes span at most LC_MAX_ELEMS elements, dimensions of extent 0
+ * counted as 1 (what row-major strides reach), so that sizes, strides and
+ * byte counts of every dtype fit int64_t. lc_node_alloc rejects larger ones. */
+#define LC_MAX_ELEMS_LOG2 56
+#define LC_MAX_ELEMS ((int64_t)1 << LC_MAX_ELEMS_LOG2)
+bool lc_shape_too_large(int ndim, const int *shape);
 bool lc_shape_equal(int na, const int *a, int nb, const int *b);
 /* Formats "[2, 3]" into buf. Returns buf. */
 char *lc_shape_str(int ndim, const int *shape, char *buf, int len);

@@ -21,7 +21,9 @@
 #include "transforms/walk.h"
 
 struct lc_node *lc_tracer(struct lc_node *x) {
-  return lc_node_new_op(LC_OP_BROADCAST, x->dtype, x->ndim, x->shape, 1, &x, NULL, 0);
+  struct lc_node *t = lc_node_new_op(LC_OP_BROADCAST, x->dtype, x->ndim, x->shape, 1, &x, NULL, 0);
+  if (t) t->flags |= LC_NF_TRACED;
+  return t;
 }
 
 /* v (consumed) checked to have like's shape and cast to its dtype; NULL

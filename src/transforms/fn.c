@@ -20,7 +20,9 @@ static int call_traced(const char *what, struct lc_closure *f, struct lc_node *c
                        size_t nin, struct lc_node ***outs, size_t *nout, bool forbid_eval) {
   if (forbid_eval) lc_eval_forbid(1);
   lc_eval_keep_graph(1);
+  lc_trace_enter();
   int rc = lc_closure_call_nodes(f, in, nin, outs, nout);
+  lc_trace_leave();
   lc_eval_keep_graph(-1);
   if (forbid_eval) lc_eval_forbid(-1);
   if (rc) {
