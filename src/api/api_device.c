@@ -3,6 +3,7 @@
  * GPU devices. Arrays live in host memory; until the CUDA backend lands,
  * work on a GPU stream runs on the CPU. The default device and stream are
  * per thread (as MLX's scoped defaults), starting at the CPU. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -130,12 +131,16 @@ int mlx_device_count(int *count, mlx_device_type type) {
 
 mlx_stream mlx_stream_new(void) { return (mlx_stream){NULL}; }
 
+/* Streams made by mlx_stream_new_device get fresh indices, process-wide
+ * (as MLX's new_stream); index 0 is each device's default stream. */
+static atomic_int next_stream_index = 1;
+
 mlx_stream mlx_stream_new_device(mlx_device dev) {
   if (!dev.ctx) {
     lc_error("mlx_stream_new_device: empty device");
     return mlx_stream_new();
   }
-  return make_stream(*dev_of(dev), 0);
+  return make_stream(*dev_of(dev), atomic_fetch_add(&next_stream_index, 1));
 }
 
 int mlx_stream_set(mlx_stream *stream, const mlx_stream src) {
