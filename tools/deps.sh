@@ -5,7 +5,8 @@
 # first, so a fresh machine with empty /var/lib/apt/lists works too.
 # Needs: a C17 compiler with the sanitizer runtimes (gcc), CMake >= 3.20,
 # make, python3 (stub generation), OpenBLAS (cblas.h, libopenblas), nm
-# (binutils) and pkg-config (the install test).
+# (binutils), pkg-config (the install test) and KissFFT (libkissfft-dev,
+# the FFT backend).
 set -e
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -33,6 +34,7 @@ have_openblas_lib() {
   return 1
 }
 have_pkg libopenblas-dev || { have_cblas && have_openblas_lib; } || need="$need libopenblas-dev"
+have_pkg libkissfft-dev || [ -f /usr/include/kissfft/kiss_fft.h ] || need="$need libkissfft-dev"
 [ -z "$need" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then
