@@ -86,8 +86,10 @@ static void remap_rows(void *arg, int64_t lo, int64_t hi) {
     bool fill = false;
     for (int d = 0; d < nd - 1; d++) {
       int64_t t = c->tab[d][idx[d]];
-      if (t == FILL) fill = true;
-      base += t;
+      if (t == FILL)
+        fill = true; /* the marker is not an offset: adding it could overflow */
+      else
+        base += t;
     }
     char *o = c->dst + row * last * (int64_t)isz;
     if (fill) {
