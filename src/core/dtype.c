@@ -68,8 +68,29 @@ mlx_dtype lc_dtype_inexact(mlx_dtype t) { return lc_dtype_is_inexact(t) ? t : ML
 
 #include "core/half.h"
 
+/* Integer targets: values in int64's range convert through int64 (so
+ * integers wrap modulo the width, as C++); NaN gives 0 and values beyond
+ * int64's range saturate to the target's limits (C leaves them undefined). */
+static bool store_saturated(void *dst, mlx_dtype t, double v) {
+  if (v < 0x1p63 && v >= -0x1p63) return false;
+  bool hi = v > 0;
+  switch (t) {
+  case MLX_UINT8: *(uint8_t *)dst = hi ? UINT8_MAX : 0; break;
+  case MLX_UINT16: *(uint16_t *)dst = hi ? UINT16_MAX : 0; break;
+  case MLX_UINT32: *(uint32_t *)dst = hi ? UINT32_MAX : 0; break;
+  case MLX_UINT64: *(uint64_t *)dst = hi ? (v < 0x1p64 ? (uint64_t)v : UINT64_MAX) : 0; break;
+  case MLX_INT8: *(int8_t *)dst = hi ? INT8_MAX : INT8_MIN; break;
+  case MLX_INT16: *(int16_t *)dst = hi ? INT16_MAX : INT16_MIN; break;
+  case MLX_INT32: *(int32_t *)dst = hi ? INT32_MAX : INT32_MIN; break;
+  case MLX_INT64: *(int64_t *)dst = hi ? INT64_MAX : INT64_MIN; break;
+  default: return false;
+  }
+  return true;
+}
+
 void lc_dtype_store(void *dst, mlx_dtype t, double v) {
   double iv = isnan(v) ? 0 : v;
+  if (store_saturated(dst, t, iv)) return;
   switch (t) {
   case MLX_BOOL: *(bool *)dst = v != 0; break;
   case MLX_UINT8: *(uint8_t *)dst = (uint8_t)(int64_t)iv; break;

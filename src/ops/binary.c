@@ -250,8 +250,9 @@ LC_LOOP_CX(B, divide, lc_c64, DIV_F)
 LC_KERNEL(divide, LC_CASES_FLOAT(LC_BCASE, divide) LC_CASES_CX(LC_BCASE, divide))
 PRIM(divide)
 
-/* Integer floor division and remainder with Python's signs; division by
- * zero gives 0 (as numpy), INT_MIN / -1 wraps. */
+/* Integer floor division and remainder with Python's signs. By zero, as
+ * MLX 0.32: the quotient is 0 and the remainder x (x == q * y + r still
+ * holds); INT_MIN / -1 wraps to INT_MIN, remainder 0. */
 static inline int64_t fdiv_s(int64_t x, int64_t y) {
   if (y == 0) return 0;
   if (y == -1) return (int64_t)(0u - (uint64_t)x);
@@ -260,11 +261,12 @@ static inline int64_t fdiv_s(int64_t x, int64_t y) {
 }
 static inline uint64_t fdiv_u(uint64_t x, uint64_t y) { return y ? x / y : 0; }
 static inline int64_t rem_s(int64_t x, int64_t y) {
-  if (y == 0 || y == -1) return 0;
+  if (y == 0) return x;
+  if (y == -1) return 0;
   int64_t r = x % y;
   return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
-static inline uint64_t rem_u(uint64_t x, uint64_t y) { return y ? x % y : 0; }
+static inline uint64_t rem_u(uint64_t x, uint64_t y) { return y ? x % y : x; }
 static inline float rem_f(float x, float y) {
   float r = fmodf(x, y);
   return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;

@@ -19,9 +19,12 @@
 
 /* Params of a CONV node (plain old data, compared bytewise). Padding is
  * already non-negative (negative padding was turned into a slice). */
+/* hi: the padding after each spatial axis (read only by output_shape: the
+ * output's extents already say how far the last window reaches). */
 struct conv_params {
   int nsp, groups, flip;
   int stride[LC_CONV_MAXSP], lo[LC_CONV_MAXSP], kdil[LC_CONV_MAXSP], idil[LC_CONV_MAXSP];
+  int hi[LC_CONV_MAXSP];
 };
 
 /* Rows of the im2col matrix built at once, bounding its memory. */
@@ -156,16 +159,40 @@ static int conv_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
 static int conv_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax);
 
+static int64_t dilate(int64_t x, int d) { return x > 0 ? (x - 1) * d + 1 : 0; }
+
+/* Shapeless compile: batch of x, output channels of w, each spatial extent
+ * from the (dilated, padded) input and kernel spans as the builder computes
+ * it; channel counts must still agree with the groups. */
+static int conv_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                             int *shape) {
+  const struct conv_params *p = params;
+  const struct lc_node *x = in[0], *w = in[1];
+  int nsp = p->nsp;
+  if (nin != 2 || ndim != nsp + 2 || x->ndim != ndim || w->ndim != ndim ||
+      x->shape[nsp + 1] != p->groups * w->shape[nsp + 1] || w->shape[0] % p->groups)
+    return 1;
+  shape[0] = x->shape[0];
+  shape[nsp + 1] = w->shape[0];
+  for (int i = 0; i < nsp; i++) {
+    int64_t span = dilate(x->shape[i + 1], p->idil[i]) + (int64_t)p->lo[i] + p->hi[i];
+    int64_t kspan = dilate(w->shape[i + 1], p->kdil[i]);
+    int64_t o = span >= kspan && kspan > 0 ? (span - kspan) / p->stride[i] + 1 : 0;
+    if (o <= 0 || o > INT32_MAX) return 1;
+    shape[i + 1] = (int)o;
+  }
+  return 0;
+}
+
 const struct lc_prim lc_prim_conv = {.name = "conv",
                                      .eval_cpu = conv_eval,
                                      .describe = conv_describe,
                                      .vjp = conv_vjp,
                                      .jvp = conv_jvp,
-                                     .vmap = conv_vmap};
+                                     .vmap = conv_vmap,
+                                     .output_shape = conv_output_shape};
 
 /* ---- builders ---- */
-
-static int64_t dilate(int64_t x, int d) { return x > 0 ? (x - 1) * d + 1 : 0; }
 
 static char *fmt_shape(const struct lc_node *a, char *buf) {
   return lc_shape_str(a->ndim, a->shape, buf, 96);
@@ -240,6 +267,7 @@ struct lc_node *lc_conv_general(const char *fn, struct lc_node *in, struct lc_no
     }
     p.stride[i] = stride[i];
     p.lo[i] = lo[i];
+    p.hi[i] = hi[i];
     p.kdil[i] = kdil[i];
     p.idil[i] = idil[i];
   }

@@ -1,4 +1,6 @@
 /* Broadcasting, casting and the generic elementwise evaluator. */
+#include "ops/ew_loops.h" /* first: its pragma covers the casts */
+
 #include "ops/elementwise.h"
 
 #include <stdio.h>
@@ -178,8 +180,8 @@ int lc_ew_eval_cpu(struct lc_node *n) {
 
 /* ---- astype ---- */
 
-#define CONVERT_LOOP(DI, SI, CI, DO, SO, CO)                     \
-  static void convert_##DI##_##DO(int64_t n, void *out, const void *in, int64_t s) { \
+#define CONVERT_LOOP(ATTR, DI, SI, CI, DO, SO, CO)               \
+  ATTR static void convert_##DI##_##DO(int64_t n, void *out, const void *in, int64_t s) { \
     SO *o = out;                                                 \
     const SI *x = in;                                            \
     if (s == 1)                                                  \
@@ -187,24 +189,28 @@ int lc_ew_eval_cpu(struct lc_node *n) {
     else                                                         \
       for (int64_t i = 0; i < n; i++) o[i] = lc_st_##DO(lc_ld_##DI(x[i * s])); \
   }
-#define CONVERT_FROM(DI, SI, CI)                                  \
-  CONVERT_TO_ALL(DI, SI, CI)
-#define CONVERT_TO_ALL(DI, SI, CI)                               \
-  CONVERT_LOOP(DI, SI, CI, MLX_BOOL, bool, bool)                 \
-  CONVERT_LOOP(DI, SI, CI, MLX_UINT8, uint8_t, uint8_t)          \
-  CONVERT_LOOP(DI, SI, CI, MLX_UINT16, uint16_t, uint16_t)       \
-  CONVERT_LOOP(DI, SI, CI, MLX_UINT32, uint32_t, uint32_t)       \
-  CONVERT_LOOP(DI, SI, CI, MLX_UINT64, uint64_t, uint64_t)       \
-  CONVERT_LOOP(DI, SI, CI, MLX_INT8, int8_t, int8_t)             \
-  CONVERT_LOOP(DI, SI, CI, MLX_INT16, int16_t, int16_t)          \
-  CONVERT_LOOP(DI, SI, CI, MLX_INT32, int32_t, int32_t)          \
-  CONVERT_LOOP(DI, SI, CI, MLX_INT64, int64_t, int64_t)          \
-  CONVERT_LOOP(DI, SI, CI, MLX_FLOAT16, uint16_t, float)         \
-  CONVERT_LOOP(DI, SI, CI, MLX_FLOAT32, float, float)            \
-  CONVERT_LOOP(DI, SI, CI, MLX_FLOAT64, double, double)          \
-  CONVERT_LOOP(DI, SI, CI, MLX_BFLOAT16, uint16_t, float)        \
-  CONVERT_LOOP(DI, SI, CI, MLX_COMPLEX64, lc_c64, lc_c64)
-LC_FOR_DTYPES(CONVERT_FROM)
+#define CONVERT_TO_ALL(ATTR, DI, SI, CI)                               \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_BOOL, bool, bool)                 \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_UINT8, uint8_t, uint8_t)          \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_UINT16, uint16_t, uint16_t)       \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_UINT32, uint32_t, uint32_t)       \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_UINT64, uint64_t, uint64_t)       \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_INT8, int8_t, int8_t)             \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_INT16, int16_t, int16_t)          \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_INT32, int32_t, int32_t)          \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_INT64, int64_t, int64_t)          \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_FLOAT16, uint16_t, float)         \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_FLOAT32, float, float)            \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_FLOAT64, double, double)          \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_BFLOAT16, uint16_t, float)        \
+  CONVERT_LOOP(ATTR, DI, SI, CI, MLX_COMPLEX64, lc_c64, lc_c64)
+/* From floating types the saturating casts are worth the wider vectors. */
+#define CONVERT_FROM(DI, SI, CI) CONVERT_TO_ALL(, DI, SI, CI)
+#define CONVERT_FROM_FLOAT(DI, SI, CI) CONVERT_TO_ALL(LC_EW_HOT, DI, SI, CI)
+CONVERT_FROM(MLX_BOOL, bool, bool)
+LC_FOR_INT_DTYPES(CONVERT_FROM)
+LC_FOR_FLOAT_DTYPES(CONVERT_FROM_FLOAT)
+CONVERT_FROM(MLX_COMPLEX64, lc_c64, lc_c64)
 
 typedef void (*convert_fn)(int64_t, void *, const void *, int64_t);
 

@@ -163,12 +163,39 @@ static int sdpa_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
 static int sdpa_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax);
 
+/* Shapeless compile: (B, n_heads, L, D_v) from the queries and values;
+ * the builder's shape checks must still hold (a mask must already have the
+ * (B, n_heads, L, S) shape it was broadcast to, sinks n_heads). */
+static int sdpa_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                             int *shape) {
+  const struct sdpa_params *p = params;
+  struct lc_node *q = in[0], *k = in[1], *v = in[2];
+  if (nin < 3 || ndim != 4 || q->ndim != 4 || k->ndim != 4 || v->ndim != 4) return 1;
+  if (k->shape[0] != q->shape[0] || v->shape[0] != q->shape[0] || q->shape[3] != k->shape[3] ||
+      k->shape[1] != v->shape[1] || k->shape[2] != v->shape[2] || k->shape[1] == 0 ||
+      q->shape[1] % k->shape[1])
+    return 1;
+  int m = 3;
+  if (p->has_mask) {
+    const int want[4] = {q->shape[0], q->shape[1], q->shape[2], k->shape[2]};
+    if (nin <= m || !lc_shape_equal(in[m]->ndim, in[m]->shape, 4, want)) return 1;
+    m++;
+  }
+  if (p->has_sinks && (nin <= m || in[m]->ndim != 1 || in[m]->shape[0] != q->shape[1])) return 1;
+  shape[0] = q->shape[0];
+  shape[1] = q->shape[1];
+  shape[2] = q->shape[2];
+  shape[3] = v->shape[3];
+  return 0;
+}
+
 const struct lc_prim lc_prim_fast_sdpa = {.name = "scaled_dot_product_attention",
                                           .eval_cpu = sdpa_eval,
                                           .describe = sdpa_describe,
                                           .vjp = sdpa_vjp,
                                           .jvp = sdpa_jvp,
-                                          .vmap = sdpa_vmap};
+                                          .vmap = sdpa_vmap,
+                                          .output_shape = sdpa_output_shape};
 
 #define FN "mlx_fast_scaled_dot_product_attention"
 

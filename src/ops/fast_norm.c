@@ -137,18 +137,30 @@ static int ln_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node 
 static int norm_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax);
 
+/* Shapeless compile: x's shape; weight and bias must match its new last
+ * extent (the builder checks them). */
+static int norm_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                             int *shape) {
+  const struct lc_node *x = in[0];
+  for (int k = 1; k < nin; k++)
+    if (in[k]->ndim != 1 || x->ndim < 1 || in[k]->shape[0] != x->shape[x->ndim - 1]) return 1;
+  return lc_prim_shape_of_input0(params, nin, in, ndim, shape);
+}
+
 const struct lc_prim lc_prim_fast_rms_norm = {.name = "rms_norm",
                                               .eval_cpu = rms_eval,
                                               .describe = norm_describe,
                                               .vjp = rms_vjp,
                                               .jvp = rms_jvp,
-                                              .vmap = norm_vmap};
+                                              .vmap = norm_vmap,
+                                              .output_shape = norm_output_shape};
 const struct lc_prim lc_prim_fast_layer_norm = {.name = "layer_norm",
                                                 .eval_cpu = ln_eval,
                                                 .describe = norm_describe,
                                                 .vjp = ln_vjp,
                                                 .jvp = ln_jvp,
-                                                .vmap = norm_vmap};
+                                                .vmap = norm_vmap,
+                                                .output_shape = norm_output_shape};
 
 /* ---- builders ---- */
 

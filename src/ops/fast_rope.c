@@ -94,7 +94,7 @@ static int rope_eval(struct lc_node *n) {
   int64_t ostride = offn->ndim ? offn->strides[0] : 0, omin = 0, omax = 0;
   size_t oisz = lc_dtype_size(offn->dtype);
   for (int o = 0; o < j.noff; o++) {
-    offv[o] = (int64_t)lc_dtype_load(offs + o * ostride * (int64_t)oisz, offn->dtype);
+    offv[o] = lc_sat_d_i64(lc_dtype_load(offs + o * ostride * (int64_t)oisz, offn->dtype));
     if (!o || offv[o] < omin) omin = offv[o];
     if (!o || offv[o] > omax) omax = offv[o];
   }
@@ -160,12 +160,25 @@ static int rope_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
 static int rope_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax);
 
+/* Shapeless compile (beyond MLX, whose CPU rope is sliced ops): x's shape,
+ * while the rotated dims fit its last axis and the offsets its batch. */
+static int rope_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                             int *shape) {
+  const struct rope_params *p = params;
+  const struct lc_node *x = in[0], *off = in[1];
+  if (nin < 2 || ndim < 3 || x->ndim != ndim || p->dims > x->shape[ndim - 1] ||
+      (off->size != 1 && off->size != x->shape[0]))
+    return 1;
+  return lc_prim_shape_of_input0(params, nin, in, ndim, shape);
+}
+
 const struct lc_prim lc_prim_fast_rope = {.name = "rope",
                                           .eval_cpu = rope_eval,
                                           .describe = rope_describe,
                                           .vjp = rope_vjp,
                                           .jvp = rope_jvp,
-                                          .vmap = rope_vmap};
+                                          .vmap = rope_vmap,
+                                          .output_shape = rope_output_shape};
 
 struct lc_node *lc_fast_rope(struct lc_node *x, int dims, bool traditional, bool has_base,
                              float base, float scale, struct lc_node *offset,

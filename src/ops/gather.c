@@ -164,11 +164,36 @@ done:
   return rc;
 }
 
+/* Shapeless compile: the indices' shape, then the slice sizes. A slice
+ * size along an axis that is not indexed may mean "the whole axis" (take)
+ * or a fixed extent: only when it equals the new extent do both agree, so
+ * other extents of such axes are traced again. */
+static int gather_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                               int *shape) {
+  const int *p = params, *axes = p + 1, *slice = p + 1 + p[0];
+  const struct lc_node *a = in[0];
+  int nidx = p[0], ind = nidx ? in[1]->ndim : 0;
+  if (nin != 1 + nidx || ndim != ind + a->ndim) return 1;
+  bool indexed[a->ndim > 0 ? a->ndim : 1];
+  memset(indexed, 0, sizeof indexed);
+  for (int k = 0; k < nidx; k++) {
+    if (!lc_shape_equal(in[1 + k]->ndim, in[1 + k]->shape, ind, in[1]->shape)) return 1;
+    indexed[axes[k]] = true;
+  }
+  for (int d = 0; d < a->ndim; d++)
+    if (indexed[d] ? slice[d] > a->shape[d] : slice[d] != a->shape[d]) return 1;
+  if (a->size == 0) return 1;
+  for (int d = 0; d < ind; d++) shape[d] = in[1]->shape[d];
+  for (int d = 0; d < a->ndim; d++) shape[ind + d] = slice[d];
+  return 0;
+}
+
 const struct lc_prim lc_prim_gather = {.name = "gather",
                                        .eval_cpu = gather_eval,
                                        .vjp = gather_vjp,
                                        .jvp = gather_jvp,
-                                       .vmap = gather_vmap};
+                                       .vmap = gather_vmap,
+                                       .output_shape = gather_output_shape};
 
 struct lc_node *lc_gather(struct lc_node *a, int nidx, struct lc_node *const *idx, const int *axes,
                           const int *slice_sizes) {
@@ -355,11 +380,25 @@ static int gaxis_vmap(struct lc_node *n, struct lc_node *const *in, const int *a
   return !out[0];
 }
 
+/* Shapeless compile: the indices' shape; a and the indices must agree
+ * off the axis (the builder broadcast them) and a's axis must not be empty. */
+static int gaxis_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                              int *shape) {
+  int ax = *(const int *)params;
+  const struct lc_node *a = in[0], *ix = in[1];
+  if (nin != 2 || a->ndim != ndim || ix->ndim != ndim || a->shape[ax] == 0) return 1;
+  for (int d = 0; d < ndim; d++)
+    if (d != ax && a->shape[d] != ix->shape[d]) return 1;
+  memcpy(shape, ix->shape, sizeof(int) * (size_t)ndim);
+  return 0;
+}
+
 const struct lc_prim lc_prim_gather_axis = {.name = "gather_axis",
                                             .eval_cpu = gaxis_eval,
                                             .vjp = gaxis_vjp,
                                             .jvp = gaxis_jvp,
-                                            .vmap = gaxis_vmap};
+                                            .vmap = gaxis_vmap,
+                                            .output_shape = gaxis_output_shape};
 
 /* Broadcasts x[0..n) to a common shape except along axis (every x has
  * ndim dims), into out (new references). */

@@ -384,18 +384,30 @@ static int matmul_output_shape(const void *params, int nin, struct lc_node *cons
   const struct matmul_params *p = params;
   const struct lc_node *a = in[0], *b = in[1];
   int k = 0;
-  (void)nin;
   if (p->gather || p->segmented) {
     if (in[2]->ndim < p->nb || ndim != p->nb + 2) return 1;
+    /* gather: both index arrays were broadcast to the batch shape (a
+     * default one is a constant over the traced batch) */
+    if (p->gather && (nin < 4 || !lc_shape_equal(in[2]->ndim, in[2]->shape, in[3]->ndim,
+                                                 in[3]->shape)))
+      return 1;
+    if (a->ndim < 2 || b->ndim < 2 || a->shape[a->ndim - 1] != b->shape[b->ndim - 2]) return 1;
     for (int d = 0; d < p->nb; d++) shape[k++] = in[2]->shape[d];
     shape[k++] = a->shape[a->ndim - 2];
     shape[k++] = b->shape[b->ndim - 1];
     return 0;
   }
-  if (ndim != p->a_split + b->ndim - p->b_split) return 1;
+  if (ndim != p->a_split + b->ndim - p->b_split || a->ndim < p->a_split || b->ndim < p->b_split)
+    return 1;
+  int64_t ka = 1, kb = 1; /* batch and contracted extents must still agree */
+  for (int d = 0; d < p->nb; d++)
+    if (a->shape[d] != b->shape[d]) return 1;
+  for (int d = p->a_split; d < a->ndim; d++) ka *= a->shape[d];
+  for (int d = p->nb; d < p->b_split; d++) kb *= b->shape[d];
+  if (ka != kb) return 1;
   for (int d = 0; d < p->a_split; d++) shape[k++] = a->shape[d];
   for (int d = p->b_split; d < b->ndim; d++) shape[k++] = b->shape[d];
-  return 0;
+  return p->has_c && (nin < 3 || !lc_shape_equal(in[2]->ndim, in[2]->shape, ndim, shape));
 }
 
 const struct lc_prim lc_prim_matmul = {.name = "matmul",
@@ -421,7 +433,8 @@ const struct lc_prim lc_prim_mm_permute = {.name = "mm_permute",
                                            .eval_cpu = permute_eval,
                                            .vjp = lc_transpose_vjp, /* rules: a transpose's */
                                            .jvp = lc_view_jvp,
-                                           .vmap = lc_transpose_vmap};
+                                           .vmap = lc_transpose_vmap,
+                                           .output_shape = lc_transpose_shape};
 
 static struct lc_node *permute(struct lc_node *x, const int *perm) {
   bool ident = true;

@@ -103,3 +103,11 @@ static int tuple_get_eval(struct lc_node *n) {
 
 const struct lc_prim lc_prim_tuple_get = {
     .name = "tuple_get", .flags = LC_PF_VIEW, .eval_cpu = tuple_get_eval};
+
+int lc_prim_shape_of_input0(const void *params, int nin, struct lc_node *const *in, int ndim,
+                            int *shape) {
+  (void)params;
+  if (nin < 1 || in[0]->ndim != ndim || in[0]->size == 0) return 1;
+  for (int d = 0; d < ndim; d++) shape[d] = in[0]->shape[d];
+  return 0;
+}

@@ -105,6 +105,11 @@ static inline const struct lc_prim *lc_prim_of(const struct lc_node *n) { return
  * is contiguous with the output's size and itemsize. */
 bool lc_prim_can_donate(const struct lc_node *n, int k);
 
+/* output_shape for primitives whose output has input 0's shape: that shape
+ * (1 when the rank differs or input 0 is empty, which builders treat apart). */
+int lc_prim_shape_of_input0(const void *params, int nin, struct lc_node *const *in, int ndim,
+                            int *shape);
+
 #define LC_PRIM(id, row) extern const struct lc_prim row;
 #include "ops/ops.def"
 #undef LC_PRIM

@@ -241,6 +241,11 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
 }
 #define LT_REAL(a, b) ((a) < (b))
 #define LT_CPLX(a, b) c64_less(a, b)
+/* Whether v replaces best in an arg reduction: it is strictly beyond it,
+ * or the first NaN (NaN is beyond every number). */
+#define FIRST_NAN(v, best) ((v) != (v) && (best) == (best))
+#define MAX_WINS(LT, v, best) (LT(best, v) || FIRST_NAN(v, best))
+#define MIN_WINS(LT, v, best) (LT(v, best) || FIRST_NAN(v, best))
 
 #define ARG_CB 256
 
@@ -248,11 +253,11 @@ static inline bool c64_less(lc_c64 a, lc_c64 b) {
 
 /* One contiguous float32 block of an arg reduction: the extreme over the
  * non-NaN elements through integer keys (vectorised), then, only when it
- * beats *best (a strict comparison, as MLX's loop), the first element equal
- * to it. Returns that index, or -1 when *best stands. A NaN *best (the
- * line's first element) is never replaced. */
+ * beats *best (a strict comparison: ties keep the earlier index), the first
+ * element equal to it. Returns that index, or -1 when *best stands. NaN
+ * beats every number: a NaN *best stands, else the block's first NaN wins. */
 LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind, float *best) {
-  int32_t km;
+  int32_t km, anynan = 0;
   if (kind == ARG_MAX) {
     km = INT32_MIN;
     for (int64_t j = 0; j < n; j++) {
@@ -261,6 +266,7 @@ LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind,
       int32_t k = b ^ ((b >> 31) & 0x7fffffff), nanm = -(int32_t)(x[j] != x[j]);
       k = (k & ~nanm) | (INT32_MIN & nanm);
       km = k > km ? k : km;
+      anynan |= nanm;
     }
   } else {
     km = INT32_MAX;
@@ -270,8 +276,16 @@ LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind,
       int32_t k = b ^ ((b >> 31) & 0x7fffffff), nanm = -(int32_t)(x[j] != x[j]);
       k = (k & ~nanm) | (INT32_MAX & nanm);
       km = k < km ? k : km;
+      anynan |= nanm;
     }
   }
+  if (*best != *best) return -1;
+  if (anynan)
+    for (int64_t j = 0; j < n; j++)
+      if (x[j] != x[j]) {
+        *best = x[j];
+        return j;
+      }
   int32_t b = km ^ ((km >> 31) & 0x7fffffff);
   float v;
   memcpy(&v, &b, 4);
@@ -315,12 +329,12 @@ LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind,
     if (s->kind == ARG_MAX) {                                                             \
       for (int64_t i = 0; i < n; i++) {                                                   \
         C v = lc_ld_##DT(x[i * is]);                                                      \
-        if (LT(best, v)) best = v, idx = pos + i;                                         \
+        if (MAX_WINS(LT, v, best)) best = v, idx = pos + i;                               \
       }                                                                                   \
     } else {                                                                              \
       for (int64_t i = 0; i < n; i++) {                                                   \
         C v = lc_ld_##DT(x[i * is]);                                                      \
-        if (LT(v, best)) best = v, idx = pos + i;                                         \
+        if (MIN_WINS(LT, v, best)) best = v, idx = pos + i;                               \
       }                                                                                   \
     }                                                                                     \
     s->best = best;                                                                       \
@@ -337,12 +351,12 @@ LC_SIMD_CLONES static int64_t f32_arg_block(const float *x, int64_t n, int kind,
       if (kind == ARG_MAX) {                                                              \
         for (int64_t j = 0; j < cn; j++) {                                                \
           C v = lc_ld_##DT(xr[j]);                                                        \
-          if (LT(best[j], v)) best[j] = v, out[j] = (uint32_t)r;                          \
+          if (MAX_WINS(LT, v, best[j])) best[j] = v, out[j] = (uint32_t)r;                \
         }                                                                                 \
       } else {                                                                            \
         for (int64_t j = 0; j < cn; j++) {                                                \
           C v = lc_ld_##DT(xr[j]);                                                        \
-          if (LT(v, best[j])) best[j] = v, out[j] = (uint32_t)r;                          \
+          if (MIN_WINS(LT, v, best[j])) best[j] = v, out[j] = (uint32_t)r;                \
         }                                                                                 \
       }                                                                                   \
     }                                                                                     \
@@ -448,12 +462,33 @@ static int arg_reduce_vmap(struct lc_node *n, struct lc_node *const *in, const i
   return !out[0];
 }
 
+/* Shapeless compile: the input's extents without the reduced axis (all of
+ * them when axis < 0), or with it set to 1 (keepdims: the traced rank is
+ * the input's). Empty inputs are an error the builder reports. */
+static int arg_reduce_output_shape(const void *params, int nin, struct lc_node *const *in,
+                                   int ndim, int *shape) {
+  const int *p = params;
+  const struct lc_node *x = in[0];
+  if (nin != 1 || x->size == 0) return 1;
+  bool keep = ndim == x->ndim;
+  if (!keep && ndim != (p[1] < 0 ? 0 : x->ndim - 1)) return 1;
+  for (int d = 0, k = 0; d < x->ndim; d++) {
+    bool red = p[1] < 0 || d == p[1];
+    if (!red)
+      shape[k++] = x->shape[d];
+    else if (keep)
+      shape[k++] = 1;
+  }
+  return 0;
+}
+
 const struct lc_prim lc_prim_arg_reduce = {.name = "arg_reduce",
                                            .flags = LC_PF_REDUCE,
                                            .eval_cpu = arg_reduce_eval,
                                            .vjp = lc_rule_zero_vjp,
                                            .jvp = lc_rule_zero_jvp,
-                                           .vmap = arg_reduce_vmap};
+                                           .vmap = arg_reduce_vmap,
+                                           .output_shape = arg_reduce_output_shape};
 
 /* ---- transformation rules ----
  *

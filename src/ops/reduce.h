@@ -35,8 +35,8 @@ struct lc_node *lc_std(struct lc_node *a, const int *axes, int naxes, bool keepd
 /* Errors on an empty array and on complex input. */
 struct lc_node *lc_logsumexp(struct lc_node *a, const int *axes, int naxes, bool keepdims);
 
-/* Index of the first maximum (minimum) along axis; uint32. A NaN is
- * selected only when it is the first element (MLX's comparison loop). */
+/* Index of the first maximum (minimum) along axis; uint32. NaN counts as
+ * beyond every number: the first NaN of a line is selected (as MLX 0.32). */
 struct lc_node *lc_argmax(struct lc_node *a, int axis, bool keepdims);
 struct lc_node *lc_argmin(struct lc_node *a, int axis, bool keepdims);
 /* Over the flattened array: shape () or, with keepdims, all extents 1. */

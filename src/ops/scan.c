@@ -467,4 +467,5 @@ const struct lc_prim lc_prim_scan = {.name = "scan",
                                      .eval_cpu = scan_eval,
                                      .vjp = scan_vjp,
                                      .jvp = scan_jvp,
-                                     .vmap = scan_vmap};
+                                     .vmap = scan_vmap,
+                                     .output_shape = lc_prim_shape_of_input0};

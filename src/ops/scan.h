@@ -2,7 +2,7 @@
  *
  * Semantics follow MLX: the output has the input's shape and dtype, except
  * cumsum of bool gives int32 and logcumsumexp of integers/bool computes in
- * float32 (the input is cast first; MLX would keep the integer dtype).
+ * float32 (the input is cast first), as MLX 0.32.
  * Integer sums and products wrap. cummax/cummin propagate NaN. inclusive =
  * false shifts by one: position k combines elements before k (after k with
  * reverse), the first position holding the identity (0, 1, the dtype's

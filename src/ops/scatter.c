@@ -398,11 +398,27 @@ static int scatter_axis_vmap(struct lc_node *n, struct lc_node *const *in, const
   return !out[0];
 }
 
+/* Shapeless compile: a's shape; indices and updates share a shape that
+ * agrees with a off the axis (the builder broadcast them). */
+static int scatter_axis_output_shape(const void *params, int nin, struct lc_node *const *in,
+                                     int ndim, int *shape) {
+  int ax = *(const int *)params;
+  const struct lc_node *a = in[0], *ix = in[1], *u = in[2];
+  if (nin != 3 || a->ndim != ndim || a->size == 0 ||
+      !lc_shape_equal(ix->ndim, ix->shape, u->ndim, u->shape) || ix->ndim != ndim)
+    return 1;
+  for (int d = 0; d < ndim; d++)
+    if (d != ax && a->shape[d] != ix->shape[d]) return 1;
+  memcpy(shape, a->shape, sizeof(int) * (size_t)ndim);
+  return 0;
+}
+
 const struct lc_prim lc_prim_scatter_axis = {.name = "scatter_axis",
                                              .eval_cpu = scatter_axis_eval,
                                              .vjp = scatter_axis_vjp,
                                              .jvp = scatter_axis_jvp,
-                                             .vmap = scatter_axis_vmap};
+                                             .vmap = scatter_axis_vmap,
+                                             .output_shape = scatter_axis_output_shape};
 
 struct lc_node *lc_scatter_axis(struct lc_node *a, struct lc_node *idx, struct lc_node *values,
                                 int axis, enum lc_scatter_mode mode) {

@@ -130,11 +130,29 @@ done:
   return rc;
 }
 
+/* Shapeless compile: the inputs' common extents, summed along the axis. */
+static int concatenate_output_shape(const void *params, int nin, struct lc_node *const *in,
+                                    int ndim, int *shape) {
+  int ax = *(const int *)params;
+  int64_t total = 0;
+  for (int k = 0; k < nin; k++) {
+    if (in[k]->ndim != ndim) return 1;
+    for (int d = 0; d < ndim; d++)
+      if (d != ax && in[k]->shape[d] != in[0]->shape[d]) return 1;
+    total += in[k]->shape[ax];
+  }
+  if (nin < 1 || total > INT_MAX) return 1;
+  memcpy(shape, in[0]->shape, sizeof(int) * (size_t)ndim);
+  shape[ax] = (int)total;
+  return 0;
+}
+
 const struct lc_prim lc_prim_concatenate = {.name = "concatenate",
                                             .eval_cpu = concatenate_eval,
                                             .vjp = concatenate_vjp,
                                             .jvp = concatenate_jvp,
-                                            .vmap = concatenate_vmap};
+                                            .vmap = concatenate_vmap,
+                                            .output_shape = concatenate_output_shape};
 
 struct lc_node *lc_concatenate(int n, struct lc_node *const *arrays, int axis) {
   if (n <= 0) {

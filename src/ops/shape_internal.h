@@ -4,6 +4,7 @@
 #ifndef LC_SHAPE_INTERNAL_H
 #define LC_SHAPE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,19 @@ int lc_transpose_vjp(struct lc_node *n, struct lc_node *const *cot, const int *a
 int lc_view_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out);
 int lc_transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                       struct lc_node **out, int *out_ax);
+int lc_transpose_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                       int *shape);
+
+/* RESHAPE's shape rules (shape_reshape_rules.c): params of a reshape whose
+ * shape follows its input's, and the output_shape that applies them. */
+enum { LC_RS_INFER = 1, LC_RS_SQUEEZE, LC_RS_EXPAND, LC_RS_FLATTEN, LC_RS_UNFLATTEN };
+int lc_reshape_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                            int *shape);
+/* The RESHAPE of a to (ndim, shape) (a itself when the shapes agree and
+ * keep_identity is false) carrying the rule params[0..np) (np == 0: none).
+ * Defined in shape_views.c. */
+struct lc_node *lc_reshape_rule(struct lc_node *a, int ndim, const int *shape, const int *params,
+                                int np, bool keep_identity);
 
 /* ---- builders over normalised slice parameters (transform rules) ----
  * start_step holds start[nd] then step[nd] exactly as the SLICE primitive

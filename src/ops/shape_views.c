@@ -95,7 +95,8 @@ const struct lc_prim lc_prim_reshape = {.name = "reshape",
                                         .eval_cpu = reshape_eval,
                                         .vjp = reshape_vjp,
                                         .jvp = reshape_jvp,
-                                        .vmap = reshape_vmap};
+                                        .vmap = reshape_vmap,
+                                        .output_shape = lc_reshape_output_shape};
 
 /* Resolves one -1 entry of shape (into out) against size; 0 or 1 after
  * reporting with prefix fn. */
@@ -127,15 +128,31 @@ static int infer_shape(const char *fn, int64_t size, int ndim, const int *shape,
   return 0;
 }
 
+struct lc_node *lc_reshape_rule(struct lc_node *a, int ndim, const int *shape, const int *params,
+                                int np, bool keep_identity) {
+  if (!keep_identity && lc_shape_equal(a->ndim, a->shape, ndim, shape)) return lc_node_retain(a);
+  return lc_node_new_op(LC_OP_RESHAPE, a->dtype, ndim, shape, 1, &a, np ? params : NULL,
+                        sizeof(int) * (size_t)np);
+}
+
+/* A -1 entry makes the shape follow the input's size (rule LC_RS_INFER):
+ * the node is kept even where it is the identity, as the identity may not
+ * hold for other input shapes. */
 struct lc_node *lc_reshape(struct lc_node *a, int ndim, const int *shape) {
   if (ndim < 0) {
     lc_error("reshape: negative number of dimensions %d", ndim);
     return NULL;
   }
-  int out[ndim > 0 ? ndim : 1];
+  int out[ndim > 0 ? ndim : 1], infer = -1;
   if (infer_shape("reshape", a->size, ndim, shape, out)) return NULL;
-  if (lc_shape_equal(a->ndim, a->shape, ndim, out)) return lc_node_retain(a);
-  return lc_node_new_op(LC_OP_RESHAPE, a->dtype, ndim, out, 1, &a, NULL, 0);
+  for (int i = 0; i < ndim; i++)
+    if (shape[i] == -1) infer = i;
+  if (infer < 0) return lc_reshape_rule(a, ndim, out, NULL, 0, false);
+  int p[2 + ndim];
+  p[0] = LC_RS_INFER;
+  p[1] = infer;
+  memcpy(p + 2, shape, sizeof(int) * (size_t)ndim);
+  return lc_reshape_rule(a, ndim, out, p, 2 + ndim, true);
 }
 
 /* ---- transpose ---- */
@@ -185,8 +202,8 @@ int lc_transpose_vmap(struct lc_node *n, struct lc_node *const *in, const int *a
 }
 
 /* Shapeless replay: the input's extents, permuted. */
-static int transpose_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
-                           int *shape) {
+int lc_transpose_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                       int *shape) {
   const int *perm = params;
   if (nin != 1 || in[0]->ndim != ndim) return 1;
   for (int i = 0; i < ndim; i++) shape[i] = in[0]->shape[perm[i]];
@@ -199,7 +216,7 @@ const struct lc_prim lc_prim_transpose = {.name = "transpose",
                                           .vjp = lc_transpose_vjp,
                                           .jvp = lc_view_jvp,
                                           .vmap = lc_transpose_vmap,
-                                          .output_shape = transpose_shape};
+                                          .output_shape = lc_transpose_shape};
 
 static struct lc_node *transpose_impl(const char *fn, struct lc_node *a, const int *perm) {
   int nd = a->ndim;
@@ -270,6 +287,18 @@ struct lc_node *lc_moveaxis(struct lc_node *a, int source, int destination) {
 
 /* ---- squeeze, expand_dims, flatten, unflatten, atleast ---- */
 
+/* a without the (extent 1) axes marked in drop, rule LC_RS_SQUEEZE. */
+static struct lc_node *squeeze_mask(struct lc_node *a, const bool *drop) {
+  int nd = a->ndim, shape[nd > 0 ? nd : 1], p[2 + nd], k = 0;
+  p[0] = LC_RS_SQUEEZE;
+  p[1] = nd;
+  for (int i = 0; i < nd; i++) {
+    p[2 + i] = drop[i];
+    if (!drop[i]) shape[k++] = a->shape[i];
+  }
+  return lc_reshape_rule(a, k, shape, p, 2 + nd, false);
+}
+
 struct lc_node *lc_squeeze(struct lc_node *a, int naxes, const int *axes) {
   int nd = a->ndim;
   bool drop[nd > 0 ? nd : 1];
@@ -288,17 +317,13 @@ struct lc_node *lc_squeeze(struct lc_node *a, int naxes, const int *axes) {
     }
     drop[ax] = true;
   }
-  int shape[nd > 0 ? nd : 1], k = 0;
-  for (int i = 0; i < nd; i++)
-    if (!drop[i]) shape[k++] = a->shape[i];
-  return lc_reshape(a, k, shape);
+  return squeeze_mask(a, drop);
 }
 
 struct lc_node *lc_squeeze_all(struct lc_node *a) {
-  int shape[a->ndim > 0 ? a->ndim : 1], k = 0;
-  for (int i = 0; i < a->ndim; i++)
-    if (a->shape[i] != 1) shape[k++] = a->shape[i];
-  return lc_reshape(a, k, shape);
+  bool drop[a->ndim > 0 ? a->ndim : 1];
+  for (int i = 0; i < a->ndim; i++) drop[i] = a->shape[i] == 1;
+  return squeeze_mask(a, drop);
 }
 
 struct lc_node *lc_expand_dims(struct lc_node *a, int naxes, const int *axes) {
@@ -318,9 +343,14 @@ struct lc_node *lc_expand_dims(struct lc_node *a, int naxes, const int *axes) {
     }
     ins[ax] = true;
   }
-  int shape[nd > 0 ? nd : 1];
-  for (int i = 0, k = 0; i < nd; i++) shape[i] = ins[i] ? 1 : a->shape[k++];
-  return lc_reshape(a, nd, shape);
+  int shape[nd > 0 ? nd : 1], p[2 + nd];
+  p[0] = LC_RS_EXPAND;
+  p[1] = nd;
+  for (int i = 0, k = 0; i < nd; i++) {
+    p[2 + i] = ins[i];
+    shape[i] = ins[i] ? 1 : a->shape[k++];
+  }
+  return lc_reshape_rule(a, nd, shape, p, 2 + nd, false);
 }
 
 struct lc_node *lc_flatten(struct lc_node *a, int start_axis, int end_axis) {
@@ -355,7 +385,8 @@ struct lc_node *lc_flatten(struct lc_node *a, int start_axis, int end_axis) {
   }
   shape[k++] = (int)m;
   for (int i = e + 1; i < nd; i++) shape[k++] = a->shape[i];
-  return lc_reshape(a, k, shape);
+  const int p[3] = {LC_RS_FLATTEN, s, e};
+  return lc_reshape_rule(a, k, shape, p, 3, false);
 }
 
 struct lc_node *lc_unflatten(struct lc_node *a, int axis, int nshape, const int *shape) {
@@ -374,7 +405,12 @@ struct lc_node *lc_unflatten(struct lc_node *a, int axis, int nshape, const int 
   for (int i = 0; i < axis; i++) out[k++] = a->shape[i];
   for (int i = 0; i < nshape; i++) out[k++] = sub[i];
   for (int i = axis + 1; i < a->ndim; i++) out[k++] = a->shape[i];
-  return lc_reshape(a, nd, out);
+  int p[3 + nshape];
+  p[0] = LC_RS_UNFLATTEN;
+  p[1] = axis;
+  p[2] = nshape;
+  memcpy(p + 3, shape, sizeof(int) * (size_t)nshape);
+  return lc_reshape_rule(a, nd, out, p, 3 + nshape, true);
 }
 
 struct lc_node *lc_atleast(struct lc_node *a, int nd) {
@@ -604,6 +640,10 @@ struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, con
                               int64_t offset) {
   if (ndim < 0) {
     lc_error("as_strided: negative number of dimensions %d", ndim);
+    return NULL;
+  }
+  if (lc_shape_too_large(ndim, shape)) { /* also bounds the size product below */
+    lc_error("as_strided: the shape spans more than 2^%d elements", LC_MAX_ELEMS_LOG2);
     return NULL;
   }
   /* The reachable element range must lie inside a's elements. */

@@ -391,7 +391,8 @@ const struct lc_prim lc_prim_softmax = {.name = "softmax",
                                         .eval_cpu = softmax_eval,
                                         .vjp = softmax_vjp,
                                         .jvp = softmax_jvp,
-                                        .vmap = softmax_vmap};
+                                        .vmap = softmax_vmap,
+                                        .output_shape = lc_prim_shape_of_input0};
 
 struct lc_node *lc_softmax_fn(const char *fn, struct lc_node *a, const int *axes, int naxes,
                               bool precise) {

@@ -247,11 +247,33 @@ static int sort_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
 static int sort_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax);
 
+/* Shapeless compile: the input's shape (flattened: its size), with the
+ * axis cut to k for topk; kth must stay inside a partition's new axis. */
+static int sort_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
+                             int *shape) {
+  const int *p = params;
+  const struct lc_node *a = in[0];
+  bool flat = p[1] < 0;
+  if (nin != 1 || ndim != (flat ? 1 : a->ndim) || a->size == 0 || a->size > INT32_MAX) return 1;
+  int64_t extent = flat ? a->size : a->shape[p[1]];
+  if (flat)
+    shape[0] = (int)a->size;
+  else
+    memcpy(shape, a->shape, sizeof(int) * (size_t)ndim);
+  if (p[0] == M_PARTITION || p[0] == M_ARGPARTITION) return p[2] >= extent;
+  if (p[0] == M_TOPK) {
+    if (p[2] >= extent) return 1; /* k == extent is the input itself */
+    shape[flat ? 0 : p[1]] = p[2];
+  }
+  return 0;
+}
+
 const struct lc_prim lc_prim_sort = {.name = "sort",
                                      .eval_cpu = sort_eval,
                                      .vjp = sort_vjp,
                                      .jvp = sort_jvp,
-                                     .vmap = sort_vmap};
+                                     .vmap = sort_vmap,
+                                     .output_shape = sort_output_shape};
 
 /* ---- builders ---- */
 

@@ -246,8 +246,8 @@ static void test_nan_and_inf(void) {
   CHECK_CLOSE(r, e1, 2, 0, 0);
   CHECK_OK(mlx_logsumexp_axis(&r, x, 1, false, S));
   CHECK_CLOSE(r, e1, 2, 0, 0);
-  CHECK_OK(mlx_argmax_axis(&r, x, 1, false, S)); /* NaN is skipped unless first */
-  double e2[2] = {2, 0};
+  CHECK_OK(mlx_argmax_axis(&r, x, 1, false, S)); /* the first NaN wins, as MLX 0.32 */
+  double e2[2] = {1, 0};
   CHECK_CLOSE(r, e2, 2, 0, 0);
   CHECK_OK(mlx_softmax_axis(&r, x, 1, false, S));
   double *sv = test_values(r);
@@ -306,6 +306,54 @@ static void test_complex(void) {
   mlx_array_free(r);
 }
 
+/* argmax/argmin select the first NaN of a line (MLX 0.32), on each path:
+ * vectorised float32 blocks (long rows), columns (a reduced outer axis over
+ * a contiguous kept one), the generic loop (float64, strided). Reference:
+ * the first NaN, else the first extreme. */
+static int64_t ref_arg(const double *x, int64_t n, int64_t st, bool mx) {
+  int64_t best = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v = x[i * st], b = x[best * st];
+    if (isnan(b)) break;
+    if (isnan(v) || (mx ? v > b : v < b)) best = i;
+  }
+  return best;
+}
+static void check_arg_paths(mlx_dtype dt, int rows, int cols, int axis) {
+  int n = rows * cols, sh[2] = {rows, cols};
+  double *v = malloc(sizeof(double) * (size_t)n);
+  for (int i = 0; i < n; i++) v[i] = test_uniform(-1, 1);
+  for (int i = 0; i < n; i++)
+    if (test_randint(0, 2 * (axis ? cols : rows)) == 0) v[i] = NAN;
+  v[0] = NAN; /* a NaN first stands */
+  mlx_array f = mlx_array_new_data(v, sh, 2, MLX_FLOAT64), x = mlx_array_new(), r = mlx_array_new();
+  mlx_astype(&x, f, dt, S);
+  double *xv = test_values(x); /* the values as rounded to dt */
+  if (xv) memcpy(v, xv, sizeof(double) * (size_t)n);
+  free(xv);
+  for (int mx = 0; mx < 2; mx++) {
+    CHECK_OK(mx ? mlx_argmax_axis(&r, x, axis, false, S) : mlx_argmin_axis(&r, x, axis, false, S));
+    int lines = axis ? rows : cols;
+    double *ref = malloc(sizeof(double) * (size_t)lines);
+    for (int l = 0; l < lines; l++)
+      ref[l] = (double)(axis ? ref_arg(v + (int64_t)l * cols, cols, 1, mx)
+                             : ref_arg(v + l, rows, cols, mx));
+    CHECK_CLOSE(r, ref, (size_t)lines, 0, 0);
+    free(ref);
+  }
+  mlx_array_free(f);
+  mlx_array_free(x);
+  mlx_array_free(r);
+  free(v);
+}
+
+static void test_arg_nan_paths(void) {
+  check_arg_paths(MLX_FLOAT32, 3, 5000, 1); /* float32 blocks of contiguous rows */
+  check_arg_paths(MLX_FLOAT32, 40, 300, 0); /* columns */
+  check_arg_paths(MLX_FLOAT64, 7, 900, 1);  /* generic loop */
+  check_arg_paths(MLX_FLOAT16, 30, 3, 0);   /* generic, strided */
+}
+
 int main(void) {
   test_init();
   S = test_stream();
@@ -314,6 +362,7 @@ int main(void) {
   test_zero_size_and_scalars();
   test_integer_semantics();
   test_nan_and_inf();
+  test_arg_nan_paths();
   test_complex();
   test_large();
   CHECK_MSG(test_active_memory() == before, "leaked %zu bytes", test_active_memory() - before);
