@@ -27,7 +27,7 @@ endif
 # run with address randomisation off where setarch allows it.
 NO_ASLR := $(shell setarch $$(uname -m) -R true 2>/dev/null && echo setarch $$(uname -m) -R)
 
-.PHONY: all deps build demo test test-plain test-asan test-tsan bench install api-status clean
+.PHONY: all deps build demo test test-plain test-asan test-tsan bench install api-status clean fuzz
 
 all: build
 
@@ -63,6 +63,23 @@ test-tsan: deps
 	  -DLACE_BUILD_BENCH=OFF -DLACE_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 $(NO_ASLR) ctest --output-on-failure -L threads -j $(JOBS)
+
+# The libFuzzer harnesses of tests/fuzz/ (needs clang), each run for
+# FUZZ_SECONDS on its corpus; new inputs go to build-fuzz-clang/corpus/,
+# crashes to build-fuzz-clang/crash-*. Ten minutes each:
+#   make fuzz FUZZ_SECONDS=600   (or FUZZERS="api json" for a subset)
+FUZZ_SECONDS ?= 60
+FUZZERS ?= npy safetensors gguf json api
+fuzz: deps
+	CC=clang cmake -S . -B build-fuzz-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLACE_FUZZ=ON \
+	  -DLACE_SANITIZE=fuzzer-no-link,address,undefined -DLACE_BUILD_TESTS=OFF \
+	  -DLACE_BUILD_BENCH=OFF -DLACE_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
+	cmake --build build-fuzz-clang -j $(JOBS)
+	@set -e; for h in $(FUZZERS); do mkdir -p build-fuzz-clang/corpus/$$h; \
+	  ./build-fuzz-clang/tests/fuzz/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 \
+	    -timeout=10 -print_final_stats=1 -artifact_prefix=build-fuzz-clang/crash-$$h- \
+	    build-fuzz-clang/corpus/$$h tests/fuzz/corpus/$$h \
+	    $$(ls -d tests/fuzz/crashes/$$h 2>/dev/null); done
 
 # Every benchmark program (output also saved as build/bench/<name>.txt), then
 # the same op cases in numpy (torch, mlx when importable by $(PYTHON)).

@@ -1,7 +1,10 @@
 /* mlx_map_string_to_array and mlx_map_string_to_string: small maps kept in
  * insertion order (iteration order is insertion order; insert of an existing
  * key replaces its value in place). Iterators see the map as it was when
- * they were made only if the map is not modified meanwhile. */
+ * they were made only if the map is not modified meanwhile. Lookups go
+ * through a hash index over the entries (open addressing, linear probing),
+ * so that building a map of n keys takes O(n) time. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +20,35 @@ struct entry {
 struct lc_map {
   size_t len, cap;
   struct entry *items;
+  size_t *slots; /* nslots entries: 0 empty, else index + 1 into items */
+  size_t nslots; /* 0 or a power of two > 2 * len */
 };
+
+static size_t hash_key(const char *s) {
+  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t *slot_of(const struct lc_map *m, const char *key) {
+  size_t mask = m->nslots - 1, i = hash_key(key) & mask;
+  while (m->slots[i] && strcmp(m->items[m->slots[i] - 1].key, key)) i = (i + 1) & mask;
+  return &m->slots[i];
+}
+
+/* Makes room in the index for one more entry. 0, or 1 after reporting. */
+static int index_reserve(struct lc_map *m) {
+  if (2 * (m->len + 1) < m->nslots) return 0;
+  size_t n = m->nslots ? 2 * m->nslots : 16;
+  size_t *ns = calloc(n, sizeof *ns);
+  if (!ns) return lc_error("out of memory");
+  free(m->slots);
+  m->slots = ns;
+  m->nslots = n;
+  for (size_t i = 0; i < m->len; i++) *slot_of(m, m->items[i].key) = i + 1;
+  return 0;
+}
 
 static struct lc_map *map_new(void) {
   struct lc_map *m = calloc(1, sizeof *m);
@@ -33,13 +64,14 @@ static void map_delete(struct lc_map *m) {
     lc_node_release(m->items[i].arr);
   }
   free(m->items);
+  free(m->slots);
   free(m);
 }
 
 static struct entry *find(struct lc_map *m, const char *key) {
-  for (size_t i = 0; i < m->len; i++)
-    if (!strcmp(m->items[i].key, key)) return &m->items[i];
-  return NULL;
+  if (!m->nslots) return NULL;
+  size_t k = *slot_of(m, key);
+  return k ? &m->items[k - 1] : NULL;
 }
 
 /* Inserts or replaces; takes ownership of nothing (copies key/str, retains arr). */
@@ -53,6 +85,10 @@ static int map_put(struct lc_map *m, const char *key, struct lc_node *arr, const
     e->str = s;
     e->arr = lc_node_retain(arr);
     return 0;
+  }
+  if (index_reserve(m)) {
+    free(s);
+    return 1;
   }
   if (m->len == m->cap) {
     size_t ncap = m->cap ? 2 * m->cap : 8;
@@ -69,7 +105,9 @@ static int map_put(struct lc_map *m, const char *key, struct lc_node *arr, const
     free(s);
     return lc_error("out of memory");
   }
-  m->items[m->len++] = (struct entry){k, lc_node_retain(arr), s};
+  m->items[m->len] = (struct entry){k, lc_node_retain(arr), s};
+  size_t *slot = slot_of(m, k);
+  *slot = ++m->len;
   return 0;
 }
 

@@ -24,7 +24,8 @@ static void put_float(struct lc_strbuf *b, double v) { lc_strbuf_put(b, "%g", v)
 
 static void put_elem(struct lc_strbuf *b, mlx_dtype t, const void *p) {
   switch (t) {
-  case MLX_BOOL: lc_strbuf_put(b, "%s", *(const bool *)p ? "true" : "false"); break;
+  /* as a byte: a bool byte other than 0 or 1 (user data) is still true */
+  case MLX_BOOL: lc_strbuf_put(b, "%s", *(const uint8_t *)p ? "true" : "false"); break;
   case MLX_UINT8: lc_strbuf_put(b, "%u", (unsigned)*(const uint8_t *)p); break;
   case MLX_UINT16: lc_strbuf_put(b, "%u", (unsigned)*(const uint16_t *)p); break;
   case MLX_UINT32: lc_strbuf_put(b, "%" PRIu32, *(const uint32_t *)p); break;

@@ -48,6 +48,10 @@ static size_t default_memory_limit(void) {
 }
 
 void *lc_alloc(size_t nbytes) {
+  if (nbytes > SIZE_MAX / 4) { /* no size class, and rounding up would wrap */
+    lc_error("allocation of %zu bytes is too large", nbytes);
+    return NULL;
+  }
   size_t bytes;
   int c = size_class(nbytes, &bytes);
   if (c < 0) bytes = (nbytes + ALIGN - 1) / ALIGN * ALIGN;

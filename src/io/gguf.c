@@ -77,13 +77,8 @@ void lc_gguf_delete(struct lc_gguf *g) {
   free(g);
 }
 
-int lc_gguf_put_array(struct lc_gguf *g, const char *key, struct lc_node *n) {
-  for (size_t i = 0; i < g->narr; i++)
-    if (!strcmp(g->names[i], key)) {
-      lc_node_release(g->arrs[i]);
-      g->arrs[i] = lc_node_retain(n);
-      return 0;
-    }
+/* Appends key (absent from g) and n. 0, or 1 after reporting. */
+static int append_array(struct lc_gguf *g, const char *key, struct lc_node *n) {
   if (g->narr == g->carr) {
     size_t nc = g->carr ? 2 * g->carr : 8;
     char **nn = realloc(g->names, nc * sizeof *nn);
@@ -98,6 +93,16 @@ int lc_gguf_put_array(struct lc_gguf *g, const char *key, struct lc_node *n) {
   g->names[g->narr] = k;
   g->arrs[g->narr++] = lc_node_retain(n);
   return 0;
+}
+
+int lc_gguf_put_array(struct lc_gguf *g, const char *key, struct lc_node *n) {
+  for (size_t i = 0; i < g->narr; i++)
+    if (!strcmp(g->names[i], key)) {
+      lc_node_release(g->arrs[i]);
+      g->arrs[i] = lc_node_retain(n);
+      return 0;
+    }
+  return append_array(g, key, n);
 }
 
 struct lc_gguf_meta *lc_gguf_find_meta(struct lc_gguf *g, const char *key) {
@@ -262,6 +267,62 @@ static int rd_tinfo(struct lc_in *in, struct tinfo *ti) {
   return 0;
 }
 
+/* The extra array names of quantized tensor `name` ("x.weight" gives
+ * "x.scales" and "x.biases"; other names get the suffixes appended) into
+ * buffers of strlen(name) + 8 bytes. */
+static void quant_names(const char *name, char *scales, char *biases) {
+  size_t nl = strlen(name);
+  int stem = nl >= 7 && !strcmp(name + nl - 7, ".weight") ? (int)(nl - 7) : (int)nl;
+  snprintf(scales, nl + 8, "%.*s.scales", stem, name);
+  snprintf(biases, nl + 8, "%.*s.biases", stem, name);
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every array name the tensors produce (quantized ones three) must be
+ * unique: sorted, duplicates are neighbours, O(n log n). 0, or 1 after
+ * reporting. */
+static int check_names(struct lc_in *in, const struct tinfo *ti, uint64_t nt) {
+  const char **names = calloc(nt ? 3 * nt : 1, sizeof *names);
+  char **made = calloc(nt ? 2 * nt : 1, sizeof *made); /* the quantized extras */
+  size_t n = 0, nm = 0;
+  int rc = 1;
+  if (!names || !made) {
+    lc_error("%s: out of memory", in->fn);
+    goto out;
+  }
+  for (uint64_t i = 0; i < nt; i++) {
+    names[n++] = ti[i].name;
+    if (!ti[i].quant) continue;
+    size_t cap = strlen(ti[i].name) + 8;
+    char *sc = malloc(cap), *bi = malloc(cap);
+    if (sc) made[nm++] = sc;
+    if (bi) made[nm++] = bi;
+    if (!sc || !bi) {
+      lc_error("%s: out of memory", in->fn);
+      goto out;
+    }
+    quant_names(ti[i].name, sc, bi);
+    names[n++] = sc;
+    names[n++] = bi;
+  }
+  qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 1; i < n; i++)
+    if (!strcmp(names[i - 1], names[i])) {
+      lc_error("%s: duplicate array name '%s' in %s (quantized tensors add '.scales' and "
+               "'.biases' arrays)", in->fn, names[i], in->label);
+      goto out;
+    }
+  rc = 0;
+out:
+  for (size_t i = 0; made && i < nm; i++) free(made[i]);
+  free(made);
+  free(names);
+  return rc;
+}
+
 /* Q4_0 / Q4_1 / Q8_0 blocks of 32 weights become MLX's affine quantized
  * layout with group size 32 (as MLX's load_gguf): `name` (uint32, 8 4-bit
  * or 4 8-bit values per word, value j of a word at bits j*bits),
@@ -321,7 +382,6 @@ static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinf
   }
   /* "x.weight" gives x.scales / x.biases (QuantizedLinear's names) */
   size_t nl = strlen(t->name);
-  int stem = nl >= 7 && !strcmp(t->name + nl - 7, ".weight") ? (int)(nl - 7) : (int)nl;
   char *ks = malloc(nl + 8), *kb = malloc(nl + 8);
   if (!ks || !kb) {
     free(ks);
@@ -329,19 +389,11 @@ static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinf
     lc_error("%s: out of memory", in->fn);
     goto out;
   }
-  snprintf(ks, nl + 8, "%.*s.scales", stem, t->name);
-  snprintf(kb, nl + 8, "%.*s.biases", stem, t->name);
+  quant_names(t->name, ks, kb);
   const char *keys[3] = {t->name, ks, kb};
   struct lc_node *vals[3] = {w, sc, bi};
-  for (int k = 0; k < 3; k++) {
-    for (size_t i = 0; i < g->narr; i++)
-      if (!strcmp(g->names[i], keys[k])) {
-        lc_error("%s: duplicate array name '%s' in %s (quantized tensors add '.scales' and "
-                 "'.biases' arrays)", in->fn, keys[k], in->label);
-        goto dup;
-      }
-    if (lc_gguf_put_array(g, keys[k], vals[k])) goto dup;
-  }
+  for (int k = 0; k < 3; k++) /* names are unique: check_names */
+    if (append_array(g, keys[k], vals[k])) goto dup;
   free(ks);
   free(kb);
   rc = 0;
@@ -405,13 +457,9 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
   }
   for (uint64_t i = 0; i < nt; i++) {
     if (rd_tinfo(in, &ti[i])) goto done;
-    for (uint64_t k = 0; k < i; k++)
-      if (!strcmp(ti[k].name, ti[i].name)) {
-        lc_error("%s: duplicate tensor name '%s' in %s", in->fn, ti[i].name, in->label);
-        goto done;
-      }
     order[i] = &ti[i];
   }
+  if (check_names(in, ti, nt)) goto done;
   if (lc_in_skip(in, (size_t)((align - (uint64_t)in->pos % align) % align), "the data alignment"))
     goto done;
   qsort(order, nt, sizeof *order, cmp_off);
@@ -430,15 +478,9 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
       pos = t->off + t->bytes;
       continue;
     }
-    for (size_t k = 0; k < g->narr; k++)
-      if (!strcmp(g->names[k], t->name)) {
-        lc_error("%s: duplicate array name '%s' in %s (quantized tensors add '.scales' and "
-                 "'.biases' arrays)", in->fn, t->name, in->label);
-        goto done;
-      }
     struct lc_node *n = lc_in_read_node(in, t->t, t->ndim, t->shape, what);
     if (!n) goto done;
-    int bad = lc_gguf_put_array(g, t->name, n);
+    int bad = append_array(g, t->name, n);
     lc_node_release(n);
     if (bad) goto done;
     pos = t->off + t->bytes;

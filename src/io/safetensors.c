@@ -120,7 +120,13 @@ struct entry {
 
 static int cmp_begin(const void *a, const void *b) {
   const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
-  return x->begin < y->begin ? -1 : x->begin > y->begin;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  return x->end < y->end ? -1 : x->end > y->end; /* empty tensors first */
+}
+
+static int cmp_name(const void *a, const void *b) {
+  const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+  return strcmp(x->name, y->name);
 }
 
 static int parse_entry(const char *fn, const char *label, const char *name,
@@ -219,15 +225,17 @@ int lc_st_load(struct lc_in *in, mlx_map_string_to_array *arrays, mlx_map_string
       }
       continue;
     }
-    for (size_t k = 0; k < ne; k++)
-      if (!strcmp(ents[k].name, key)) {
-        lc_error("%s: duplicate tensor name '%s' in %s", fn, key, in->label);
-        goto done;
-      }
     if (parse_entry(fn, in->label, key, v, &ents[ne])) goto done;
     order[ne] = &ents[ne];
     ne++;
   }
+  /* Names sorted, duplicates are neighbours: O(n log n) for n tensors. */
+  qsort(order, ne, sizeof *order, cmp_name);
+  for (size_t i = 1; i < ne; i++)
+    if (!strcmp(order[i - 1]->name, order[i]->name)) {
+      lc_error("%s: duplicate tensor name '%s' in %s", fn, order[i]->name, in->label);
+      goto done;
+    }
   /* Read in file order, skipping gaps; overlapping ranges are rejected. */
   qsort(order, ne, sizeof *order, cmp_begin);
   uint64_t pos = 0;

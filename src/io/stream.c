@@ -157,6 +157,10 @@ struct lc_node *lc_in_read_node(struct lc_in *in, mlx_dtype dt, int ndim, const 
     lc_node_release(n);
     return NULL;
   }
+  if (dt == MLX_BOOL) { /* any non-zero byte is true (numpy); lace's bools are 0 or 1 */
+    uint8_t *p = lc_node_data(n);
+    for (uint64_t i = 0; i < bytes; i++) p[i] = p[i] != 0;
+  }
   return n;
 }
 
