@@ -379,17 +379,7 @@ static int fused_eval(struct lc_node *n) {
    * see it. Safe because each tile reads every input element before the
    * instruction that writes the output element at the same position (with
    * one output, its producer is the region's last instruction). */
-  int donor = -1;
-  for (int k = 0; h->nout == 1 && k < n->nin && donor < 0; k++)
-    if (lc_prim_can_donate(n, k)) donor = k;
-  if (donor >= 0) {
-    n->buf = lc_buffer_retain(n->in[donor]->buf);
-    n->offset = 0;
-    lc_shape_strides(n->ndim, n->shape, n->strides);
-    n->flags |= LC_NF_CONTIG;
-  } else if (lc_node_alloc_data(n)) {
-    return 1;
-  }
+  if (h->nout == 1 ? lc_prim_donate_or_alloc(n) : lc_node_alloc_data(n)) return 1;
   if (h->nout == 1) {
     c.obase[0] = n->buf->data;
     c.osz[0] = lc_dtype_size(n->dtype);

@@ -151,17 +151,7 @@ int lc_ew_eval_cpu(struct lc_node *n) {
   int nin = n->nin;
   if (nin + 1 > LC_ITER_MAX_OPERANDS) return lc_error("%s: too many inputs", p->name);
   /* Take over an input's buffer when nobody else can see it. */
-  int donor = -1;
-  for (int k = 0; k < nin && donor < 0; k++)
-    if (lc_prim_can_donate(n, k)) donor = k;
-  if (donor >= 0) {
-    n->buf = lc_buffer_retain(n->in[donor]->buf);
-    n->offset = 0;
-    lc_shape_strides(n->ndim, n->shape, n->strides);
-    n->flags |= LC_NF_CONTIG;
-  } else if (lc_node_alloc_data(n)) {
-    return 1;
-  }
+  if (lc_prim_donate_or_alloc(n)) return 1;
   struct ew_ctx c = {.n = n, .k = p->ew, .in_dt = n->in[nin - 1]->dtype};
   const int64_t *strides[LC_ITER_MAX_OPERANDS];
   int64_t offs[LC_ITER_MAX_OPERANDS];

@@ -119,10 +119,7 @@ int lc_combine_strided(int mode, mlx_dtype dt, int ndim, const int *shape, void 
 int lc_start_from_input(struct lc_node *n) {
   struct lc_node *a = n->in[0];
   if (lc_prim_can_donate(n, 0)) {
-    n->buf = lc_buffer_retain(a->buf);
-    n->offset = 0;
-    lc_shape_strides(n->ndim, n->shape, n->strides);
-    n->flags |= LC_NF_CONTIG;
+    lc_prim_take_buffer(n, 0);
     return 0;
   }
   if (lc_node_alloc_data(n)) return 1;

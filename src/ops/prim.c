@@ -28,6 +28,22 @@ bool lc_prim_can_donate(const struct lc_node *n, int k) {
          x->size == n->size && lc_dtype_size(x->dtype) == lc_dtype_size(n->dtype);
 }
 
+void lc_prim_take_buffer(struct lc_node *n, int k) {
+  n->buf = lc_buffer_retain(n->in[k]->buf);
+  n->offset = 0;
+  lc_shape_strides(n->ndim, n->shape, n->strides);
+  n->flags |= LC_NF_CONTIG;
+}
+
+int lc_prim_donate_or_alloc(struct lc_node *n) {
+  for (int k = 0; k < n->nin; k++)
+    if (lc_prim_can_donate(n, k)) {
+      lc_prim_take_buffer(n, k);
+      return 0;
+    }
+  return lc_node_alloc_data(n);
+}
+
 /* ---- tuples ---- */
 
 struct tuple_get_params {

@@ -104,6 +104,12 @@ static inline const struct lc_prim *lc_prim_of(const struct lc_node *n) { return
  * and its buffer are referenced only by n, the buffer is lace's, the input
  * is contiguous with the output's size and itemsize. */
 bool lc_prim_can_donate(const struct lc_node *n, int k);
+/* Makes input k's buffer n's own (row-major, offset 0); k must pass
+ * lc_prim_can_donate. */
+void lc_prim_take_buffer(struct lc_node *n, int k);
+/* Gives n its output buffer: the first input's that lc_prim_can_donate
+ * allows, else a fresh one. 0, or 1 after reporting. */
+int lc_prim_donate_or_alloc(struct lc_node *n);
 
 /* output_shape for primitives whose output has input 0's shape: that shape
  * (1 when the rank differs or input 0 is empty, which builders treat apart). */
