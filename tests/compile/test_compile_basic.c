@@ -2,6 +2,7 @@
  * change, shapeless, constants, laziness, failed traces, modes, nested,
  * identity / constant / multi-output functions, cache control, leaks. */
 #include "test.h"
+#include "compile_util.h"
 
 #include "compile/compile.h"
 #include "core/node.h"
@@ -12,8 +13,6 @@ struct payload {
   int fail_next; /* return 1 on the next call */
   mlx_array captured;
 };
-
-static struct lc_node *node(mlx_array a) { return (struct lc_node *)a.ctx; }
 
 /* f(x, y) = (x + y) + x, with astype to float32 of the sum */
 static int fun_xy(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
@@ -38,17 +37,6 @@ static int fun_xy(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   mlx_array_free(s);
   mlx_array_free(t);
   return rc;
-}
-
-static mlx_array call1(mlx_closure f, int n, const mlx_array *args, int *rc_out) {
-  mlx_vector_array in = mlx_vector_array_new_data(args, (size_t)n), out = mlx_vector_array_new();
-  int rc = mlx_closure_apply(&out, f, in);
-  mlx_array r = mlx_array_new();
-  if (!rc) rc = mlx_vector_array_get(&r, out, 0);
-  mlx_vector_array_free(in);
-  mlx_vector_array_free(out);
-  if (rc_out) *rc_out = rc;
-  return r;
 }
 
 /* Bitwise comparison of two arrays' values (evaluates both). */

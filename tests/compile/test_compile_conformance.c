@@ -13,24 +13,12 @@
  *  - the cache key includes the default stream ("compile change streams");
  *  - random bits drawn inside a compiled function equal the uncompiled ones. */
 #include "test.h"
+#include "compile_util.h"
 
 #include "compile/compile.h"
 #include "core/node.h"
 #include "ops/prim.h"
 #include "../transforms/tx_fn.h"
-
-static struct lc_node *node(mlx_array a) { return (struct lc_node *)a.ctx; }
-
-static mlx_array call1(mlx_closure f, int n, const mlx_array *args, int *rc_out) {
-  mlx_vector_array in = mlx_vector_array_new_data(args, (size_t)n), out = mlx_vector_array_new();
-  int rc = mlx_closure_apply(&out, f, in);
-  mlx_array r = mlx_array_new();
-  if (!rc) rc = mlx_vector_array_get(&r, out, 0);
-  mlx_vector_array_free(in);
-  mlx_vector_array_free(out);
-  if (rc_out) *rc_out = rc;
-  return r;
-}
 
 static mlx_array arg0(const mlx_vector_array in) {
   mlx_array x = mlx_array_new();

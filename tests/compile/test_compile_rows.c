@@ -12,12 +12,11 @@
  * view chains that do not keep one element per row) must still give the
  * uncompiled results. */
 #include "test.h"
+#include "compile_util.h"
 
 #include "compile/compile.h"
 #include "core/node.h"
 #include "ops/prim.h"
-
-static struct lc_node *node(mlx_array a) { return (struct lc_node *)a.ctx; }
 
 /* ---- closure bodies ---- */
 
