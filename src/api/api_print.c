@@ -57,17 +57,20 @@ static void put_elem(struct lc_strbuf *b, mlx_dtype t, const void *p) {
 
 enum { EDGE_ITEMS = 3 };
 
-static void put_sub(struct lc_strbuf *b, const struct lc_node *n, int64_t index, int dim) {
+/* Element i of dimension dim lives at base + i * stride: only offsets of
+ * elements that exist are formed (a stride may be huge where len is 1, or
+ * anywhere in an empty array). */
+static void put_sub(struct lc_strbuf *b, const struct lc_node *n, int64_t base, int dim) {
   size_t isz = lc_dtype_size(n->dtype);
   int len = n->shape[dim];
-  int64_t st = n->strides[dim];
+  int64_t st = n->size ? n->strides[dim] : 0; /* an empty array's strides address nothing */
   bool last = dim == n->ndim - 1;
   lc_strbuf_put(b, "[");
   for (int i = 0; i < len; i++) {
     if (i > 0 && !last) lc_strbuf_put(b, "%*s", 7 + dim, "");
+    int64_t index = base + (int64_t)i * st;
     if (i == EDGE_ITEMS && len > 2 * EDGE_ITEMS) {
       lc_strbuf_put(b, "...");
-      index += st * (len - 2 * EDGE_ITEMS - 1);
       i = len - EDGE_ITEMS - 1;
     } else if (last) {
       put_elem(b, n->dtype, (const char *)n->buf->data + index * (int64_t)isz);
@@ -75,7 +78,6 @@ static void put_sub(struct lc_strbuf *b, const struct lc_node *n, int64_t index,
       put_sub(b, n, index, dim + 1);
     }
     if (i != len - 1) lc_strbuf_put(b, last ? ", " : ",\n");
-    index += st;
   }
   lc_strbuf_put(b, "]");
 }

@@ -674,7 +674,10 @@ struct lc_node *lc_as_strided(struct lc_node *a, int ndim, const int *shape, con
     return NULL;
   }
   p->offset = size > 0 ? offset : 0;
-  for (int i = 0; i < ndim; i++) p->strides[i] = strides[i];
+  /* a dimension of extent <= 1 is never stepped, nor any of an empty view:
+   * such strides are irrelevant, and 0 keeps offset arithmetic downstream
+   * (unchecked above) far from overflow */
+  for (int i = 0; i < ndim; i++) p->strides[i] = size > 0 && shape[i] > 1 ? strides[i] : 0;
   struct lc_node *r = lc_node_new_op(LC_OP_AS_STRIDED, a->dtype, ndim, shape, 1, &a, p, psz);
   free(p);
   return r;

@@ -10,8 +10,9 @@
  * Bounded work: an array is "big" when it has more than SMALL elements or
  * was built from a big array. Big arrays only go through lazy shape ops and
  * one check: materialising one whose bytes exceed the memory limit must
- * fail cleanly (lace rejects it; nothing is computed). Shapes spanning more
- * than 2^56 elements must be rejected when the array is built. */
+ * fail cleanly (lace rejects it; nothing is computed), tried only on big
+ * arrays that are views of creations (cheap to evaluate). Shapes spanning
+ * more than 2^56 elements must be rejected when the array is built. */
 #include "fuzz.h"
 
 #include <limits.h>
@@ -32,6 +33,7 @@ static bool more(const struct prog *g) { return g->pos < g->n; }
 struct slot {
   mlx_array a; /* ctx NULL: empty */
   bool big;
+  bool view; /* evaluating it is cheap: a creation, or views of one */
 };
 
 struct vm {
@@ -68,18 +70,22 @@ static int shape_of(struct prog *g, int *sh, bool *huge) {
   return nd;
 }
 
+static struct slot *picked; /* the slot of the last pick, NULL: empty */
+
 static mlx_array pick(struct vm *v, unsigned b, bool *big) {
   unsigned k = b % (SLOTS + 1);
+  picked = NULL;
   if (k == SLOTS || !v->s[k].a.ctx) {
     *big = false;
     return (mlx_array){NULL};
   }
+  picked = &v->s[k];
   *big = v->s[k].big;
   return v->s[k].a;
 }
 
 /* Checks a successful result and stores it in slot (u8) with its taint. */
-static void store(struct vm *v, mlx_array r, bool from_big) {
+static void store_as(struct vm *v, mlx_array r, bool from_big, bool view) {
   if (!r.ctx) abort(); /* success gives a non-empty array */
   size_t nd = mlx_array_ndim(r), size = 1;
   const int *sh = mlx_array_shape(r);
@@ -92,7 +98,10 @@ static void store(struct vm *v, mlx_array r, bool from_big) {
   mlx_array_free(v->s[k].a);
   v->s[k].a = r;
   v->s[k].big = from_big || size > SMALL;
+  v->s[k].view = view;
 }
+
+static void store(struct vm *v, mlx_array r, bool from_big) { store_as(v, r, from_big, false); }
 
 static void finish(struct vm *v, int rc, mlx_array r, bool from_big) {
   if (rc == 0) store(v, r, from_big);
@@ -136,7 +145,8 @@ static void op_create(struct vm *v) {
     fprintf(stderr, "fuzz_api: a shape spanning more than 2^56 elements was accepted\n");
     abort();
   }
-  finish(v, rc, r, false);
+  if (rc == 0) store_as(v, r, false, true);
+  else mlx_array_free(r);
 }
 
 /* Materialising a big array: must fail when its bytes exceed the limit. */
@@ -157,13 +167,14 @@ static void op_materialize(struct vm *v, mlx_array a) {
 
 /* ---- shape ops (lazy; allowed on big arrays) ---- */
 
-static void op_shape(struct vm *v, mlx_array a, bool big) {
+static void op_shape(struct vm *v, mlx_array a, bool big, bool view) {
   int buf[8], buf2[8], buf3[8];
   int nd = (int)(u8(&v->g) % 6);
   bool huge;
   mlx_array r = mlx_array_new();
   int rc = 1;
-  switch (u8(&v->g) % 10) {
+  unsigned op = u8(&v->g) % 10;
+  switch (op) {
     case 0:
       for (int i = 0; i < nd; i++) buf[i] = dim_of(&v->g);
       rc = FUZZ_CALL(mlx_reshape(&r, a, buf, (size_t)nd, v->st));
@@ -207,7 +218,10 @@ static void op_shape(struct vm *v, mlx_array a, bool big) {
       rc = FUZZ_CALL(mlx_tile(&r, a, buf, (size_t)nd, v->st));
       break;
   }
-  finish(v, rc, r, big);
+  /* reshape (may copy), flatten and tile compute; the others are views */
+  bool still_view = view && op != 0 && op != 7 && op != 9;
+  if (rc == 0) store_as(v, r, big, still_view);
+  else mlx_array_free(r);
 }
 
 /* ---- compute ops (small arrays only) ---- */
@@ -406,10 +420,11 @@ static void step(struct vm *v) {
   mlx_array a = pick(v, u8(&v->g), &big);
   switch (op) {
     case 2:
-    case 3: op_shape(v, a, big); break;
+    case 3: op_shape(v, a, big, picked && picked->view); break;
     case 4:
     case 5:
-      if (big) op_materialize(v, a);
+      if (big && picked && picked->view) op_materialize(v, a);
+      else if (big) break;
       else op_compute(v, a);
       break;
     case 6:
