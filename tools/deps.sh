@@ -5,8 +5,9 @@
 # first, so a fresh machine with empty /var/lib/apt/lists works too.
 # Needs: a C17 compiler with the sanitizer runtimes (gcc), CMake >= 3.20,
 # make, python3 (stub generation), OpenBLAS (cblas.h, libopenblas), nm
-# (binutils), pkg-config (the install test) and KissFFT (libkissfft-dev,
-# the FFT backend).
+# (binutils), pkg-config (the install test), KissFFT (libkissfft-dev,
+# the FFT backend) and OpenMPI (libopenmpi-dev, openmpi-bin: mpirun and the
+# libmpi.so.40 that lace's distributed layer dlopens at run time).
 set -e
 
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
@@ -35,6 +36,15 @@ have_openblas_lib() {
 }
 have_pkg libopenblas-dev || { have_cblas && have_openblas_lib; } || need="$need libopenblas-dev"
 have_pkg libkissfft-dev || [ -f /usr/include/kissfft/kiss_fft.h ] || need="$need libkissfft-dev"
+# OpenMPI: the library lace loads (libmpi.so.40) and the launcher the tests use.
+have_libmpi() {
+  for f in /usr/lib/*/libmpi.so.40 /usr/lib/libmpi.so.40 /usr/lib64/libmpi.so.40; do
+    [ -e "$f" ] && return 0
+  done
+  return 1
+}
+have_pkg libopenmpi-dev || have_libmpi || need="$need libopenmpi-dev"
+have_pkg openmpi-bin || command -v mpirun >/dev/null 2>&1 || need="$need openmpi-bin"
 [ -z "$need" ] && exit 0
 
 if ! command -v apt-get >/dev/null 2>&1; then

@@ -33,6 +33,10 @@ static inline mlx_array lc_api_wrap(struct lc_node *n) { return (mlx_array){n}; 
 
 /* Validates a stream argument (empty = default). 0 or 1 after reporting. */
 int lc_api_check_stream(const char *fn, mlx_stream s);
+/* For calls without a stream argument that build nodes (a compiled
+ * function's replay): nodes go to the default device. 0 or 1 after
+ * reporting (a GPU default without the GPU). */
+int lc_api_use_default_device(const char *fn);
 /* This thread's default device and stream as one number (compile's cache
  * key: a function called on another default stream is traced again). */
 uint64_t lc_api_default_stream_key(void);

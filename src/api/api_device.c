@@ -1,14 +1,17 @@
 /* mlx_device and mlx_stream.
  * lace has one CPU device and, when built with CUDA and a GPU is present,
- * GPU devices. Arrays live in host memory; until the CUDA backend lands,
- * work on a GPU stream runs on the CPU. The default device and stream are
- * per thread (as MLX's scoped defaults), starting at the CPU. */
+ * GPU devices 0..n-1. Each op call's stream (or the default) decides where
+ * the nodes it builds run (lc_set_build_device). Built with CUDA, a GPU
+ * stream without that GPU is an error; built without CUDA, work on a GPU
+ * stream runs on the CPU, as lace always did. The default device and
+ * stream are per thread (as MLX's scoped defaults), starting at the CPU. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "api/api.h"
 #include "api/handles.h"
+#include "gpu/gpu.h"
 
 static _Thread_local struct lc_device default_device = {MLX_CPU, 0};
 static _Thread_local int default_stream_index = 0;
@@ -38,10 +41,33 @@ static mlx_stream make_stream(struct lc_device dev, int index) {
   return (mlx_stream){s};
 }
 
+/* The node device of work on device d: a GPU index, or the CPU. */
+static int resolve_device(const char *fn, struct lc_device d, int *dev) {
+  *dev = LC_DEV_CPU;
+  if (d.type == MLX_CPU) return 0;
+  if (!lc_gpu_built()) return 0;
+  int n = lc_gpu_count();
+  if (d.index < 0 || d.index >= n)
+    return n ? lc_error("%s: no GPU %d (this machine has %d)", fn, d.index, n)
+             : lc_error("%s: no GPU is available: %s", fn, lc_gpu_unavailable_reason());
+  *dev = d.index;
+  return 0;
+}
+
 int lc_api_check_stream(const char *fn, mlx_stream s) {
   struct lc_stream *st = str_of(s);
   if (st && st->dev.type != MLX_CPU && st->dev.type != MLX_GPU)
     return lc_error("%s: invalid stream", fn);
+  int dev;
+  if (resolve_device(fn, st ? st->dev : default_device, &dev)) return 1;
+  lc_set_build_device(dev);
+  return 0;
+}
+
+int lc_api_use_default_device(const char *fn) {
+  int dev;
+  if (resolve_device(fn, default_device, &dev)) return 1;
+  lc_set_build_device(dev);
   return 0;
 }
 
@@ -110,6 +136,8 @@ int mlx_get_default_device(mlx_device *dev) {
 
 int mlx_set_default_device(mlx_device dev) {
   if (!dev.ctx) return lc_error("mlx_set_default_device: empty device");
+  int d;
+  if (resolve_device("mlx_set_default_device", *dev_of(dev), &d)) return 1;
   default_device = *dev_of(dev);
   return 0;
 }
@@ -117,13 +145,14 @@ int mlx_set_default_device(mlx_device dev) {
 int mlx_device_is_available(bool *avail, mlx_device dev) {
   LC_CHECK_RES("mlx_device_is_available", avail);
   if (!dev.ctx) return lc_error("mlx_device_is_available: empty device");
-  *avail = dev_of(dev)->type == MLX_CPU && dev_of(dev)->index == 0;
+  struct lc_device *d = dev_of(dev);
+  *avail = d->type == MLX_CPU ? d->index == 0 : d->index >= 0 && d->index < lc_gpu_count();
   return 0;
 }
 
 int mlx_device_count(int *count, mlx_device_type type) {
   LC_CHECK_RES("mlx_device_count", count);
-  *count = type == MLX_CPU ? 1 : 0;
+  *count = type == MLX_CPU ? 1 : type == MLX_GPU ? lc_gpu_count() : 0;
   return 0;
 }
 
@@ -192,8 +221,13 @@ int mlx_stream_get_index(int *index, mlx_stream stream) {
   return 0;
 }
 
-/* CPU work is synchronous: by the time a call returns its work is done. */
-int mlx_synchronize(mlx_stream stream) { return lc_api_check_stream("mlx_synchronize", stream); }
+/* CPU work is synchronous: by the time a call returns its work is done.
+ * A GPU stream waits for its device's queue. */
+int mlx_synchronize(mlx_stream stream) {
+  if (lc_api_check_stream("mlx_synchronize", stream)) return 1;
+  int dev = lc_build_device();
+  return dev == LC_DEV_CPU ? 0 : lc_gpu_sync(dev);
+}
 
 uint64_t lc_api_default_stream_key(void) {
   return (uint64_t)default_device.type << 48 | (uint64_t)(uint16_t)default_device.index << 32 |
@@ -212,6 +246,8 @@ int mlx_get_default_stream(mlx_stream *stream, mlx_device dev) {
 
 int mlx_set_default_stream(mlx_stream stream) {
   if (!stream.ctx) return lc_error("mlx_set_default_stream: empty stream");
+  int d;
+  if (resolve_device("mlx_set_default_stream", str_of(stream)->dev, &d)) return 1;
   default_device = str_of(stream)->dev;
   default_stream_index = str_of(stream)->index;
   return 0;

@@ -1,8 +1,10 @@
 /* io.h and io_types.h: user byte streams (reader/writer vtables), .npy and
  * .safetensors loading and saving. Saving to a path appends the format's
  * extension when the path lacks it (".npy", ".safetensors"), like MLX. The
- * stream arguments of the loaders are validated; loading is eager (the
- * results are evaluated leaves holding the file's data). */
+ * stream arguments of the loaders are validated. .npy loading is eager (an
+ * evaluated leaf); .safetensors from a path is lazy (io/lazy.h: the arrays
+ * read the file when first evaluated), from a user reader eager. Saving to
+ * a path writes a temporary file renamed over it (io/io.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,7 +129,7 @@ int mlx_save(const char *file, const mlx_array a) {
   free(path);
   if (rc) return 1;
   rc = lc_npy_save(&out, lc_arr(a));
-  return lc_out_close(&out) || rc;
+  return lc_out_close(&out, rc);
 }
 
 /* ---- safetensors ---- */
@@ -183,5 +185,5 @@ int mlx_save_safetensors(const char *file, const mlx_map_string_to_array param,
   free(path);
   if (rc) return 1;
   rc = lc_st_save(&out, param, metadata);
-  return lc_out_close(&out) || rc;
+  return lc_out_close(&out, rc);
 }

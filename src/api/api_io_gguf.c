@@ -1,6 +1,7 @@
 /* io.h / io_types.h: the mlx_io_gguf container and mlx_load_gguf /
- * mlx_save_gguf (format and limits: src/io/gguf.h). mlx_save_gguf appends
- * ".gguf" when the path lacks it, like MLX. */
+ * mlx_save_gguf (format and limits: src/io/gguf.h). mlx_load_gguf returns
+ * lazy tensors (io/lazy.h). mlx_save_gguf appends ".gguf" when the path
+ * lacks it, like MLX. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,5 +171,5 @@ int mlx_save_gguf(const char *file, mlx_io_gguf gguf) {
   free(path);
   if (rc) return 1;
   rc = lc_gguf_save(&out, G(gguf));
-  return lc_out_close(&out) || rc;
+  return lc_out_close(&out, rc);
 }

@@ -1,9 +1,11 @@
 /* Memory accounting: the caching allocator's counters and limits. */
 #include "api/api.h"
 #include "core/alloc.h"
+#include "gpu/gpu.h"
 
 int mlx_clear_cache(void) {
   lc_alloc_clear_cache();
+  lc_gpu_clear_cache();
   return 0;
 }
 
@@ -13,13 +15,15 @@ int mlx_clear_cache(void) {
     *res = (expr);                           \
     return 0;                                \
   }
-GETTER(mlx_get_active_memory, lc_alloc_active())
-GETTER(mlx_get_cache_memory, lc_alloc_cached())
+/* Host and GPU memory together (MLX reports the one pool of its device). */
+GETTER(mlx_get_active_memory, lc_alloc_active() + lc_gpu_active())
+GETTER(mlx_get_cache_memory, lc_alloc_cached() + lc_gpu_cached())
 GETTER(mlx_get_memory_limit, lc_alloc_memory_limit())
-GETTER(mlx_get_peak_memory, lc_alloc_peak())
+GETTER(mlx_get_peak_memory, lc_alloc_peak() + lc_gpu_peak())
 
 int mlx_reset_peak_memory(void) {
   lc_alloc_reset_peak();
+  lc_gpu_reset_peak();
   return 0;
 }
 

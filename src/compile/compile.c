@@ -90,6 +90,10 @@ static int replay_into(const struct lc_cprog *p, struct lc_node *const *in, mlx_
   struct lc_node *local[8];
   struct lc_node **outs = p->nout <= 8 ? local : malloc(sizeof *outs * (size_t)p->nout);
   if (!outs) return lc_error("out of memory");
+  if (lc_api_use_default_device("compiled function")) {
+    if (outs != local) free(outs);
+    return 1;
+  }
   bool reported = false;
   int rc = lc_compile_replay(p, in, !same_shapes(p, in), outs, &reported);
   if (rc == 0) {

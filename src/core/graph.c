@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/ptrmap.h"
+#include "gpu/gpu.h"
 #include "ops/prim.h"
 
 static _Thread_local int eval_forbidden;
@@ -107,6 +108,31 @@ int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_t
   return lc_graph_walk(outs, nout, tape_step, &all, tape);
 }
 
+/* Computes n where it belongs. A node on a GPU runs its primitive's
+ * eval_cuda on device copies of its inputs; a primitive without one (or
+ * whose eval_cuda answers LC_EVAL_ON_CPU for these inputs) runs on the CPU
+ * on host copies, and its result moves to the GPU when a GPU node reads it.
+ * Views run eval_cpu on any device: they set strides and touch data only
+ * through lc_node_data, which brings it to the host where needed.
+ * Sets *gpu to the GPU used, if any. 0, or 1 after reporting. */
+static int eval_node(struct lc_node *n, int *gpu) {
+  const struct lc_prim *p = lc_prims[n->op];
+  bool view = p->flags & LC_PF_VIEW;
+  if (n->dev != LC_DEV_CPU && p->eval_cuda && !view) {
+    for (int i = 0; i < n->nin; i++)
+      if (lc_buffer_to_device(n->in[i]->buf, n->dev)) return 1;
+    int rc = p->eval_cuda(n);
+    if (rc != LC_EVAL_ON_CPU) {
+      *gpu = n->dev;
+      return rc;
+    }
+  }
+  if (!p->eval_cpu) return lc_error("%s: no CPU implementation", p->name);
+  for (int i = 0; !view && i < n->nin; i++)
+    if (lc_buffer_on_host(n->in[i]->buf)) return 1;
+  return p->eval_cpu(n);
+}
+
 int lc_eval(struct lc_node *const *outs, size_t nout) {
   size_t pending = 0;
   for (size_t i = 0; i < nout; i++) pending += !outs[i]->buf;
@@ -121,15 +147,10 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
     }
   /* Keep the requested outputs alive while their producers detach. */
   for (size_t i = 0; i < nout; i++) lc_node_retain(outs[i]);
-  int rc = 0;
+  int rc = 0, gpu = LC_DEV_CPU;
   for (size_t i = 0; i < tape.len; i++) {
     struct lc_node *n = tape.nodes[i];
-    const struct lc_prim *p = lc_prims[n->op];
-    if (!p->eval_cpu) {
-      rc = lc_error("%s: no CPU implementation", p->name);
-      break;
-    }
-    if (p->eval_cpu(n)) {
+    if (eval_node(n, &gpu)) {
       rc = 1;
       break;
     }
@@ -137,6 +158,9 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
      * in the tape than the node itself, so tape pointers ahead stay valid. */
     if (!keep_graph) lc_node_detach(n);
   }
+  /* eval returns when the work is done (MLX's eval waits, async_eval
+   * would not); one GPU per graph until multi-GPU graphs exist */
+  if (gpu != LC_DEV_CPU && lc_gpu_sync(gpu)) rc = 1;
   for (size_t i = 0; i < nout; i++) lc_node_release(outs[i]);
   free(tape.nodes);
   return rc;

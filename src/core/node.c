@@ -88,6 +88,7 @@ struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape) {
   memset(n, 0, sizeof *n);
   atomic_init(&n->refs, 1);
   n->op = LC_OP_NONE;
+  n->dev = LC_DEV_CPU;
   n->dtype = dtype;
   n->ndim = ndim;
   n->strides = (int64_t *)(n + 1);
@@ -98,12 +99,17 @@ struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape) {
   return n;
 }
 
+static _Thread_local int build_device = LC_DEV_CPU;
+void lc_set_build_device(int dev) { build_device = dev; }
+int lc_build_device(void) { return build_device; }
+
 struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *shape, int nin,
                                struct lc_node *const *in, const void *params,
                                size_t params_size) {
   struct lc_node *n = lc_node_alloc(dtype, ndim, shape);
   if (!n) return NULL;
   n->op = op;
+  n->dev = build_device;
   if (nin > 0) {
     n->in = malloc(sizeof(*n->in) * (size_t)nin);
     if (!n->in) goto oom;
@@ -233,6 +239,7 @@ bool lc_node_is_contiguous(struct lc_node *n) {
 }
 
 int lc_node_copy_out(const struct lc_node *n, void *dst) {
+  if (lc_buffer_on_host(n->buf)) return 1;
   int64_t dstr[n->ndim > 0 ? n->ndim : 1];
   lc_shape_strides(n->ndim, n->shape, dstr);
   return lc_copy_strided(n->ndim, n->shape, lc_dtype_size(n->dtype), dst, dstr, 0, n->buf->data,
@@ -241,7 +248,7 @@ int lc_node_copy_out(const struct lc_node *n, void *dst) {
 
 int lc_node_make_contiguous(struct lc_node *n) {
   if (lc_node_is_contiguous(n))
-    return 0;
+    return lc_buffer_on_host(n->buf);
   struct lc_buffer *b = lc_buffer_new((size_t)n->size * lc_dtype_size(n->dtype));
   if (!b) return 1;
   if (lc_node_copy_out(n, b->data)) {

@@ -46,11 +46,18 @@ struct lc_node {
   int64_t offset;   /* element units */
   struct lc_buffer *buf;
   unsigned flags;
+  int dev; /* where it is computed: LC_DEV_CPU or a GPU index (unevaluated nodes) */
   int nin;
   struct lc_node **in;
   void *params;
   size_t params_size;
 };
+
+#define LC_DEV_CPU (-1)
+/* The device new lazy nodes of this thread are computed on (set by the API
+ * from each call's stream: LC_DEV_CPU or a GPU index). */
+void lc_set_build_device(int dev);
+int lc_build_device(void);
 
 /* A node with the given metadata and nothing else (op NONE, no buffer,
  * refs 1). Shape entries must be >= 0. NULL (reported) on failure. */
@@ -89,9 +96,18 @@ void lc_shape_strides(int ndim, const int *shape, int64_t *out);
  * (dimensions of extent 1 are ignored). Also recomputes LC_NF_CONTIG. */
 bool lc_node_is_contiguous(struct lc_node *n);
 
-/* Pointer to element 0 (offset applied). n must be evaluated. */
+/* Pointer to element 0 (offset applied) in host memory. n must be
+ * evaluated. A buffer only on a GPU is copied back first; NULL (reported)
+ * only when that copy fails. */
 static inline void *lc_node_data(const struct lc_node *n) {
+  if (lc_buffer_on_host(n->buf)) return NULL;
   return (char *)n->buf->data + n->offset * (int64_t)lc_dtype_size(n->dtype);
+}
+
+/* Pointer to element 0 in GPU memory: the buffer's device copy must be
+ * current (lc_buffer_to_device). */
+static inline void *lc_node_dev_data(const struct lc_node *n) {
+  return (char *)n->buf->dev_data + n->offset * (int64_t)lc_dtype_size(n->dtype);
 }
 
 /* Replaces an evaluated node's data by a row-major contiguous copy if it is

@@ -331,82 +331,136 @@ out:
  * weight = q * scale + bias. Q4_0: q = nibble, bias = -8 d; Q4_1: bias = m;
  * Q8_0: q = int8 + 128, bias = -128 d. ggml's Q4 block stores weight j in
  * the low nibble of byte j and weight j + 16 in its high nibble. */
-static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinfo *t,
-                          const char *what) {
-  int bits = t->quant == 8 ? 8 : 4, nd = t->ndim;
-  int last = t->shape[nd - 1];
-  uint64_t nblocks = t->bytes / (t->quant == 2 ? 18 : t->quant == 3 ? 20 : 34);
-  int ws[MAX_NDIM], ss[MAX_NDIM];
+static size_t block_bytes(uint32_t quant) { return quant == 2 ? 18 : quant == 3 ? 20 : 34; }
+
+/* The 32 unsigned weights of one block. */
+static void block_weights(uint32_t quant, const unsigned char *b, unsigned char q[32]) {
+  if (quant == 8) {
+    for (int j = 0; j < 32; j++) q[j] = (unsigned char)((signed char)b[2 + j] + 128);
+    return;
+  }
+  const unsigned char *qs = b + (quant == 2 ? 2 : 4);
+  for (int j = 0; j < 16; j++) q[j] = qs[j] & 15, q[j + 16] = qs[j] >> 4;
+}
+
+static uint16_t block_bias(uint32_t quant, const unsigned char *b) {
+  float d = lc_f16_to_f32((uint16_t)(b[0] | b[1] << 8));
+  if (quant == 3) return (uint16_t)(b[2] | b[3] << 8);
+  return lc_f32_to_f16((quant == 8 ? -128.0f : -8.0f) * d);
+}
+
+void lc_gguf_decode(uint32_t quant, enum lc_load_part part, const unsigned char *raw,
+                    uint64_t nbytes, void *out) {
+  uint64_t nblocks = nbytes / block_bytes(quant);
+  int bits = quant == 8 ? 8 : 4, per = 32 / bits;
+  uint32_t *wq = out;
+  uint16_t *h = out;
+  for (uint64_t k = 0; k < nblocks; k++) {
+    const unsigned char *b = raw + k * block_bytes(quant);
+    if (part == LC_LOAD_QSCALES) {
+      h[k] = (uint16_t)(b[0] | b[1] << 8);
+    } else if (part == LC_LOAD_QBIASES) {
+      h[k] = block_bias(quant, b);
+    } else {
+      unsigned char q[32];
+      block_weights(quant, b, q);
+      for (int j = 0; j < 32 / per; j++) {
+        uint32_t word = 0;
+        for (int e = 0; e < per; e++) word |= (uint32_t)q[j * per + e] << (e * bits);
+        wq[k * (uint64_t)(32 / per) + (uint64_t)j] = word;
+      }
+    }
+  }
+}
+
+/* The shapes of a quantized tensor's weights and of its scales/biases. */
+static void quant_shapes(const struct tinfo *t, int *ws, int *ss) {
+  int nd = t->ndim, bits = t->quant == 8 ? 8 : 4;
   memcpy(ws, t->shape, sizeof(int) * (size_t)nd);
   memcpy(ss, t->shape, sizeof(int) * (size_t)nd);
-  ws[nd - 1] = last / (32 / bits);
-  ss[nd - 1] = last / 32;
+  ws[nd - 1] = t->shape[nd - 1] / (32 / bits);
+  ss[nd - 1] = t->shape[nd - 1] / 32;
+}
+
+/* Appends the three arrays of quantized tensor t (names are unique:
+ * check_names). vals are borrowed. 0, or 1 after reporting. */
+static int append_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinfo *t,
+                            struct lc_node *const vals[3]) {
+  size_t nl = strlen(t->name);
+  char *ks = malloc(nl + 8), *kb = malloc(nl + 8);
+  int rc = 1;
+  if (!ks || !kb) {
+    lc_error("%s: out of memory", in->fn);
+  } else {
+    quant_names(t->name, ks, kb);
+    const char *keys[3] = {t->name, ks, kb};
+    rc = 0;
+    for (int k = 0; k < 3 && !rc; k++) rc = append_array(g, keys[k], vals[k]);
+  }
+  free(ks);
+  free(kb);
+  return rc;
+}
+
+static int read_quantized(struct lc_in *in, struct lc_gguf *g, const struct tinfo *t,
+                          const char *what) {
+  int ws[MAX_NDIM], ss[MAX_NDIM];
+  quant_shapes(t, ws, ss);
   if (lc_in_check_avail(in, t->bytes, what)) return 1;
   unsigned char *raw = malloc(t->bytes ? (size_t)t->bytes : 1);
-  struct lc_node *w = NULL, *sc = NULL, *bi = NULL;
+  struct lc_node *v[3] = {NULL, NULL, NULL};
   int rc = 1;
   if (!raw) {
     lc_error("%s: out of memory", in->fn);
     goto out;
   }
   if (lc_in_read(in, raw, (size_t)t->bytes, what)) goto out;
-  w = lc_node_alloc(MLX_UINT32, nd, ws);
-  sc = lc_node_alloc(MLX_FLOAT16, nd, ss);
-  bi = lc_node_alloc(MLX_FLOAT16, nd, ss);
-  if (!w || !sc || !bi || lc_node_alloc_data(w) || lc_node_alloc_data(sc) || lc_node_alloc_data(bi))
-    goto out;
-  uint32_t *wq = lc_node_data(w);
-  uint16_t *sp = lc_node_data(sc), *bp = lc_node_data(bi);
-  const unsigned char *b = raw;
-  for (uint64_t k = 0; k < nblocks; k++) {
-    uint16_t d = (uint16_t)(b[0] | b[1] << 8);
-    unsigned char q[32];
-    float dv = lc_f16_to_f32(d);
-    sp[k] = d;
-    if (t->quant == 8) {
-      for (int j = 0; j < 32; j++) q[j] = (unsigned char)((signed char)b[2 + j] + 128);
-      bp[k] = lc_f32_to_f16(-128.0f * dv);
-      b += 34;
-    } else {
-      const unsigned char *qs = b + (t->quant == 2 ? 2 : 4);
-      for (int j = 0; j < 16; j++) q[j] = qs[j] & 15, q[j + 16] = qs[j] >> 4;
-      bp[k] = t->quant == 2 ? lc_f32_to_f16(-8.0f * dv) : (uint16_t)(b[2] | b[3] << 8);
-      b += t->quant == 2 ? 18 : 20;
-    }
-    int per = 32 / bits;
-    for (int j = 0; j < 32 / per; j++) {
-      uint32_t word = 0;
-      for (int e = 0; e < per; e++) word |= (uint32_t)q[j * per + e] << (e * bits);
-      wq[k * (uint64_t)(32 / per) + (uint64_t)j] = word;
-    }
-  }
-  /* "x.weight" gives x.scales / x.biases (QuantizedLinear's names) */
-  size_t nl = strlen(t->name);
-  char *ks = malloc(nl + 8), *kb = malloc(nl + 8);
-  if (!ks || !kb) {
-    free(ks);
-    free(kb);
-    lc_error("%s: out of memory", in->fn);
-    goto out;
-  }
-  quant_names(t->name, ks, kb);
-  const char *keys[3] = {t->name, ks, kb};
-  struct lc_node *vals[3] = {w, sc, bi};
-  for (int k = 0; k < 3; k++) /* names are unique: check_names */
-    if (append_array(g, keys[k], vals[k])) goto dup;
-  free(ks);
-  free(kb);
-  rc = 0;
-  goto out;
-dup:
-  free(ks);
-  free(kb);
+  v[0] = lc_node_alloc(MLX_UINT32, t->ndim, ws);
+  v[1] = lc_node_alloc(MLX_FLOAT16, t->ndim, ss);
+  v[2] = lc_node_alloc(MLX_FLOAT16, t->ndim, ss);
+  for (int k = 0; k < 3; k++)
+    if (!v[k] || lc_node_alloc_data(v[k])) goto out;
+  for (int k = 0; k < 3; k++)
+    lc_gguf_decode(t->quant, (enum lc_load_part)(LC_LOAD_QWEIGHTS + k), raw, t->bytes,
+                   lc_node_data(v[k]));
+  rc = append_quantized(in, g, t, v);
 out:
   free(raw);
-  lc_node_release(w);
-  lc_node_release(sc);
-  lc_node_release(bi);
+  for (int k = 0; k < 3; k++) lc_node_release(v[k]);
   return rc;
+}
+
+/* Lazy arrays of tensor t at byte data + t->off of the file (bounds
+ * checked by the caller). 0, or 1 after reporting. */
+static int lazy_tensor(struct lc_in *in, struct lc_gguf *g, struct lc_source *src,
+                       const struct tinfo *t, uint64_t data) {
+  uint64_t off = data + t->off;
+  if (!t->quant) {
+    struct lc_node *n = lc_load_node(src, t->t, t->ndim, t->shape, off, t->bytes, LC_LOAD_RAW, 0);
+    int bad = !n || append_array(g, t->name, n);
+    lc_node_release(n);
+    return bad;
+  }
+  int ws[MAX_NDIM], ss[MAX_NDIM];
+  quant_shapes(t, ws, ss);
+  struct lc_node *v[3] = {
+      lc_load_node(src, MLX_UINT32, t->ndim, ws, off, t->bytes, LC_LOAD_QWEIGHTS, t->quant),
+      lc_load_node(src, MLX_FLOAT16, t->ndim, ss, off, t->bytes, LC_LOAD_QSCALES, t->quant),
+      lc_load_node(src, MLX_FLOAT16, t->ndim, ss, off, t->bytes, LC_LOAD_QBIASES, t->quant)};
+  int rc = !v[0] || !v[1] || !v[2] || append_quantized(in, g, t, v);
+  for (int k = 0; k < 3; k++) lc_node_release(v[k]);
+  return rc;
+}
+
+/* 0 when tensor t's data, at byte data + t->off, lies within the file. */
+static int check_within(struct lc_in *in, const struct tinfo *t, uint64_t data) {
+  uint64_t room = (uint64_t)in->len - data;
+  if (t->off > room || t->bytes > room - t->off)
+    return lc_error("%s: the data of tensor '%s' (%llu bytes at offset %llu) extends past the end "
+                    "of %s (truncated or corrupt file)",
+                    in->fn, t->name, (unsigned long long)t->bytes, (unsigned long long)t->off,
+                    in->label);
+  return 0;
 }
 
 struct lc_gguf *lc_gguf_load(struct lc_in *in) {
@@ -431,6 +485,7 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
   struct tinfo *ti = calloc(nt ? nt : 1, sizeof *ti);
   struct tinfo **order = calloc(nt ? nt : 1, sizeof *order);
   uint64_t align = 32;
+  struct lc_source *src = NULL;
   int ok = 0;
   if (!g || !ti || !order) {
     if (g) lc_error("%s: out of memory", in->fn);
@@ -463,12 +518,18 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
   if (lc_in_skip(in, (size_t)((align - (uint64_t)in->pos % align) % align), "the data alignment"))
     goto done;
   qsort(order, nt, sizeof *order, cmp_off);
-  uint64_t pos = 0;
+  if (nt && lc_lazy_wanted(in) && !(src = lc_source_open(in))) goto done;
+  uint64_t pos = 0, data = (uint64_t)in->pos;
   for (uint64_t i = 0; i < nt; i++) {
     struct tinfo *t = order[i];
     if (t->off < pos) {
       lc_error("%s: tensor '%s' in %s overlaps another tensor's data", in->fn, t->name, in->label);
       goto done;
+    }
+    if (src) {
+      if (check_within(in, t, data) || lazy_tensor(in, g, src, t, data)) goto done;
+      pos = t->off + t->bytes;
+      continue;
     }
     if (lc_in_skip(in, (size_t)(t->off - pos), "padding between tensors")) goto done;
     char what[300];
@@ -487,6 +548,7 @@ struct lc_gguf *lc_gguf_load(struct lc_in *in) {
   }
   ok = 1;
 done:
+  lc_source_release(src);
   for (uint64_t i = 0; ti && i < nt; i++) free(ti[i].name);
   free(ti);
   free(order);

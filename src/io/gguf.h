@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "io/io.h"
+#include "io/lazy.h"
 
 enum lc_gguf_kind { LC_GGUF_ARRAY, LC_GGUF_STRING, LC_GGUF_STRINGS };
 
@@ -45,7 +46,13 @@ int lc_gguf_put_meta(struct lc_gguf *g, struct lc_gguf_meta *m);
 struct lc_gguf_meta *lc_gguf_find_meta(struct lc_gguf *g, const char *key);
 void lc_gguf_meta_clear(struct lc_gguf_meta *m);
 
+/* Loads a GGUF file: its tensors lazily when lc_lazy_wanted(in) (see
+ * io/lazy.h), else read now; metadata always now. NULL after reporting. */
 struct lc_gguf *lc_gguf_load(struct lc_in *in);
+/* Decodes nbytes of Q4_0 / Q4_1 / Q8_0 blocks (ggml type quant) into one
+ * part of MLX's layout (weights, scales or biases; see gguf.c). */
+void lc_gguf_decode(uint32_t quant, enum lc_load_part part, const unsigned char *raw,
+                    uint64_t nbytes, void *out);
 int lc_gguf_save(struct lc_out *out, struct lc_gguf *g);
 
 #endif

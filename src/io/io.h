@@ -36,17 +36,27 @@ struct lc_out {
   struct lc_io_handle *h;
   const char *fn;
   char label[256];
+  char *tmp, *dst; /* files: f writes tmp, renamed to dst by a successful close */
 };
 
 /* Open helpers: 0, or 1 after reporting. lc_in_close/lc_out_close release
- * only what the open made (files); user streams stay with the user. */
+ * only what the open made (files); user streams stay with the user.
+ * A file is written as a temporary file next to it (same mode) that a
+ * successful close renames over the path, so a save never changes the
+ * bytes of an existing file in place: arrays lazily loaded from it
+ * (io/lazy.h), possibly views of its mapping, keep the old contents, and
+ * a failed save leaves the old file as it was. Paths that are not regular
+ * files (devices, fifos), or whose directory refuses the temporary file,
+ * are written in place. */
 int lc_in_open_file(struct lc_in *in, const char *fn, const char *path);
 int lc_in_open_reader(struct lc_in *in, const char *fn, mlx_io_reader r);
 void lc_in_close(struct lc_in *in);
 int lc_out_open_file(struct lc_out *out, const char *fn, const char *path);
 int lc_out_open_writer(struct lc_out *out, const char *fn, mlx_io_writer w);
-/* Closes (files: flush + fclose); 0, or 1 after reporting a failed flush. */
-int lc_out_close(struct lc_out *out);
+/* Closes (files: flush + fclose, then the rename unless failed: the
+ * temporary file is removed instead). Returns failed, or 1 after reporting
+ * a failed flush or rename. */
+int lc_out_close(struct lc_out *out, int failed);
 
 /* Reads exactly n bytes; `what` names the part for the message
  * ("fn: unexpected end of file reading <what> from <label>"). */

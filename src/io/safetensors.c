@@ -2,11 +2,13 @@
  *   {"name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [b, e]}, ...,
  *    "__metadata__": {"key": "value", ...}}
  * then the tensor data (little-endian, row-major) where offsets are relative
- * to the end of the header. Saving writes tensors in map order, packed, with
- * the header padded by spaces to a multiple of 8 bytes; "__metadata__" is
- * written only when the metadata map is non-empty. Loading validates every
- * entry (dtype, shape, offsets consistent with the size and the file) and
- * reads each tensor into a contiguous evaluated leaf. */
+ * to the end of the header. Saving writes keys in sorted order (as MLX's
+ * JSON writer does) and the tensors packed in that order, with the header
+ * padded by spaces to a multiple of 8 bytes; "__metadata__" is written only
+ * when the metadata map is non-empty. Loading validates every entry (dtype,
+ * shape, offsets consistent with the size and the file length) and gives
+ * the arrays in name order: lazy LOAD nodes over the file (io/lazy.h), or,
+ * from a user reader or with LACE_LAZY_LOAD=0, evaluated leaves read now. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "core/graph.h"
 #include "io/io.h"
 #include "io/json.h"
+#include "io/lazy.h"
 
 #define MAX_NDIM 64
 #define MAX_HEADER (100u << 20)
@@ -33,78 +36,142 @@ static const char *st_name(mlx_dtype t) {
   return NULL;
 }
 
+/* A named item to save: an array, or a metadata string value. */
+struct named {
+  const char *key;
+  struct lc_node *node;
+  const char *str;
+};
+
+static int cmp_key(const void *a, const void *b) {
+  return strcmp(((const struct named *)a)->key, ((const struct named *)b)->key);
+}
+
+/* Appends an item, growing the list. 0, or 1 after reporting. */
+static int push(const char *fn, struct named **v, size_t *n, size_t *cap, struct named x) {
+  if (*n == *cap) {
+    size_t nc = *cap ? 2 * *cap : 8;
+    struct named *nv = realloc(*v, nc * sizeof *nv);
+    if (!nv) return lc_error("%s: out of memory", fn);
+    *v = nv;
+    *cap = nc;
+  }
+  (*v)[(*n)++] = x;
+  return 0;
+}
+
+/* The metadata entries, sorted by key. 0, or 1 after reporting. */
+static int collect_meta(const char *fn, mlx_map_string_to_string meta, struct named **v,
+                        size_t *n) {
+  size_t cap = 0;
+  *v = NULL;
+  *n = 0;
+  if (!meta.ctx) return 0;
+  mlx_map_string_to_string_iterator it = mlx_map_string_to_string_iterator_new(meta);
+  const char *k, *val;
+  int rc = 0;
+  while (!rc && mlx_map_string_to_string_iterator_next(&k, &val, it) == 0)
+    rc = push(fn, v, n, &cap, (struct named){k, NULL, val});
+  mlx_map_string_to_string_iterator_free(it);
+  if (!rc && *n) qsort(*v, *n, sizeof **v, cmp_key);
+  return rc;
+}
+
+/* The arrays (retained), sorted by name. 0, or 1 after reporting (nothing
+ * retained then beyond what *v lists, which the caller releases). */
+static int collect_arrays(const char *fn, mlx_map_string_to_array params, struct named **v,
+                          size_t *n) {
+  size_t cap = 0;
+  *v = NULL;
+  *n = 0;
+  mlx_map_string_to_array_iterator it = mlx_map_string_to_array_iterator_new(params);
+  const char *k;
+  mlx_array a = mlx_array_new();
+  int rc = 0;
+  while (!rc && mlx_map_string_to_array_iterator_next(&k, &a, it) == 0) {
+    struct lc_node *x = a.ctx;
+    if (!strcmp(k, "__metadata__"))
+      rc = lc_error("%s: '__metadata__' is reserved and cannot name an array", fn);
+    else if (!x)
+      rc = lc_error("%s: array '%s' is an empty handle", fn, k);
+    else if (!(rc = push(fn, v, n, &cap, (struct named){k, x, NULL})))
+      lc_node_retain(x);
+  }
+  mlx_array_free(a);
+  mlx_map_string_to_array_iterator_free(it);
+  if (!rc && *n) qsort(*v, *n, sizeof **v, cmp_key);
+  return rc;
+}
+
+static void put_meta(struct lc_sbuf *h, const struct named *m, size_t nm) {
+  lc_sbuf_putn(h, "\"__metadata__\":{", 16);
+  for (size_t i = 0; i < nm; i++) {
+    if (i) lc_sbuf_putn(h, ",", 1);
+    lc_sbuf_json_string(h, m[i].key);
+    lc_sbuf_putn(h, ":", 1);
+    lc_sbuf_json_string(h, m[i].str);
+  }
+  lc_sbuf_putn(h, "}", 1);
+}
+
+static void put_tensor(struct lc_sbuf *h, const struct named *t, uint64_t off) {
+  const struct lc_node *n = t->node;
+  uint64_t bytes = (uint64_t)n->size * lc_dtype_size(n->dtype);
+  lc_sbuf_json_string(h, t->key);
+  lc_sbuf_printf(h, ":{\"dtype\":\"%s\",\"shape\":[", st_name(n->dtype));
+  for (int i = 0; i < n->ndim; i++) lc_sbuf_printf(h, i ? ",%d" : "%d", n->shape[i]);
+  lc_sbuf_printf(h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
+                 (unsigned long long)(off + bytes));
+}
+
+/* The header: every key in sorted order ("__metadata__" among the tensor
+ * names, as MLX's JSON writer orders them), padded by spaces to a multiple
+ * of 8 bytes so that the data starts aligned. */
+static void put_header(struct lc_sbuf *h, const struct named *t, size_t nt, const struct named *m,
+                       size_t nm) {
+  uint64_t off = 0;
+  size_t written = 0;
+  int meta_done = nm == 0;
+  lc_sbuf_putn(h, "{", 1);
+  for (size_t i = 0; i <= nt; i++) {
+    if (!meta_done && (i == nt || strcmp("__metadata__", t[i].key) < 0)) {
+      if (written++) lc_sbuf_putn(h, ",", 1);
+      put_meta(h, m, nm);
+      meta_done = 1;
+    }
+    if (i == nt) break;
+    if (written++) lc_sbuf_putn(h, ",", 1);
+    put_tensor(h, &t[i], off);
+    off += (uint64_t)t[i].node->size * lc_dtype_size(t[i].node->dtype);
+  }
+  lc_sbuf_putn(h, "}", 1);
+  while (!h->failed && h->len % 8) lc_sbuf_putn(h, " ", 1);
+}
+
 int lc_st_save(struct lc_out *out, mlx_map_string_to_array params, mlx_map_string_to_string meta) {
   const char *fn = out->fn;
   struct lc_sbuf h = {0};
-  struct lc_node **nodes = NULL;
-  size_t nn = 0, cap = 0;
+  struct named *t = NULL, *m = NULL;
+  size_t nt = 0, nm = 0;
   int rc = 1;
-  uint64_t off = 0;
-  lc_sbuf_putn(&h, "{", 1);
-  if (meta.ctx) {
-    mlx_map_string_to_string_iterator it = mlx_map_string_to_string_iterator_new(meta);
-    const char *k, *v;
-    int first = 1;
-    while (mlx_map_string_to_string_iterator_next(&k, &v, it) == 0) {
-      lc_sbuf_putn(&h, first ? "\"__metadata__\":{" : ",", first ? 16 : 1);
-      first = 0;
-      lc_sbuf_json_string(&h, k);
-      lc_sbuf_putn(&h, ":", 1);
-      lc_sbuf_json_string(&h, v);
-    }
-    mlx_map_string_to_string_iterator_free(it);
-    if (!first) lc_sbuf_putn(&h, "}", 1);
-  }
-  mlx_map_string_to_array_iterator it = mlx_map_string_to_array_iterator_new(params);
-  const char *k;
-  mlx_array v = mlx_array_new();
-  while (mlx_map_string_to_array_iterator_next(&k, &v, it) == 0) {
-    struct lc_node *n = v.ctx;
-    if (!strcmp(k, "__metadata__")) {
-      lc_error("%s: '__metadata__' is reserved and cannot name an array", fn);
-      goto done;
-    }
-    if (!n) {
-      lc_error("%s: array '%s' is an empty handle", fn, k);
-      goto done;
-    }
-    if (nn == cap) {
-      cap = cap ? 2 * cap : 8;
-      struct lc_node **nv = realloc(nodes, cap * sizeof *nv);
-      if (!nv) {
-        lc_error("%s: out of memory", fn);
-        goto done;
-      }
-      nodes = nv;
-    }
-    nodes[nn++] = lc_node_retain(n);
-    uint64_t bytes = (uint64_t)n->size * lc_dtype_size(n->dtype);
-    if (h.len > 1) lc_sbuf_putn(&h, ",", 1);
-    lc_sbuf_json_string(&h, k);
-    lc_sbuf_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", st_name(n->dtype));
-    for (int i = 0; i < n->ndim; i++) lc_sbuf_printf(&h, i ? ",%d" : "%d", n->shape[i]);
-    lc_sbuf_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
-                   (unsigned long long)(off + bytes));
-    off += bytes;
-  }
-  lc_sbuf_putn(&h, "}", 1);
-  while (!h.failed && h.len % 8) lc_sbuf_putn(&h, " ", 1);
+  if (collect_arrays(fn, params, &t, &nt) || collect_meta(fn, meta, &m, &nm)) goto done;
+  put_header(&h, t, nt, m, nm);
   if (h.failed) {
     lc_error("%s: out of memory", fn);
     goto done;
   }
+  for (size_t i = 0; i < nt; i++) /* before any byte is written */
+    if (lc_eval(&t[i].node, 1)) goto done;
   unsigned char len8[8];
   for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)h.len >> (8 * i));
-  if (nn && lc_eval(nodes, nn)) goto done; /* before any byte is written */
   if (lc_out_write(out, len8, 8) || lc_out_write(out, h.p, h.len)) goto done;
-  for (size_t i = 0; i < nn; i++)
-    if (lc_out_write_node(out, nodes[i])) goto done;
+  for (size_t i = 0; i < nt; i++)
+    if (lc_out_write_node(out, t[i].node)) goto done;
   rc = 0;
 done:
-  mlx_array_free(v);
-  mlx_map_string_to_array_iterator_free(it);
-  for (size_t i = 0; i < nn; i++) lc_node_release(nodes[i]);
-  free(nodes);
+  for (size_t i = 0; i < nt; i++) lc_node_release(t[i].node);
+  free(t);
+  free(m);
   free(h.p);
   return rc;
 }
@@ -116,6 +183,7 @@ struct entry {
   int ndim;
   int shape[MAX_NDIM];
   uint64_t begin, end;
+  struct lc_node *node; /* the loaded array (owned) */
 };
 
 static int cmp_begin(const void *a, const void *b) {
@@ -172,6 +240,45 @@ static int parse_entry(const char *fn, const char *label, const char *name,
                     fn, name, label, (unsigned long long)e->begin, (unsigned long long)e->end,
                     (unsigned long long)bytes, d->str);
   return 0;
+}
+
+/* Reads every tensor now, in file order (order sorted by begin, no
+ * overlaps), skipping gaps. 0, or 1 after reporting. */
+static int read_all(struct lc_in *in, struct entry **order, size_t ne) {
+  uint64_t pos = 0;
+  for (size_t i = 0; i < ne; i++) {
+    struct entry *e = order[i];
+    if (lc_in_skip(in, (size_t)(e->begin - pos), "padding between tensors")) return 1;
+    char what[300];
+    snprintf(what, sizeof what, "the data of tensor '%.256s'", e->name);
+    if (!(e->node = lc_in_read_node(in, e->dt, e->ndim, e->shape, what))) return 1;
+    pos = e->end;
+  }
+  return 0;
+}
+
+/* Gives every tensor a lazy node over in's file (io/lazy.h), after checking
+ * that its data lies within the file. 0, or 1 after reporting. */
+static int make_lazy(struct lc_in *in, struct entry **order, size_t ne) {
+  uint64_t data = (uint64_t)in->pos, room = (uint64_t)in->len - data;
+  for (size_t i = 0; i < ne; i++)
+    if (order[i]->end > room)
+      return lc_error("%s: the data of tensor '%s' needs bytes [%llu, %llu) of the tensor data "
+                      "but only %llu remain in %s (truncated or corrupt file)",
+                      in->fn, order[i]->name, (unsigned long long)order[i]->begin,
+                      (unsigned long long)order[i]->end, (unsigned long long)room, in->label);
+  if (!ne) return 0;
+  struct lc_source *src = lc_source_open(in);
+  if (!src) return 1;
+  int rc = 0;
+  for (size_t i = 0; i < ne && !rc; i++) {
+    struct entry *e = order[i];
+    e->node = lc_load_node(src, e->dt, e->ndim, e->shape, data + e->begin, e->end - e->begin,
+                           LC_LOAD_RAW, 0);
+    rc = !e->node;
+  }
+  lc_source_release(src); /* the nodes hold their own references */
+  return rc;
 }
 
 int lc_st_load(struct lc_in *in, mlx_map_string_to_array *arrays, mlx_map_string_to_string *meta) {
@@ -236,26 +343,19 @@ int lc_st_load(struct lc_in *in, mlx_map_string_to_array *arrays, mlx_map_string
       lc_error("%s: duplicate tensor name '%s' in %s", fn, order[i]->name, in->label);
       goto done;
     }
-  /* Read in file order, skipping gaps; overlapping ranges are rejected. */
+  /* File order: overlapping ranges are rejected. */
   qsort(order, ne, sizeof *order, cmp_begin);
-  uint64_t pos = 0;
-  for (size_t i = 0; i < ne; i++) {
-    struct entry *e = order[i];
-    if (e->begin < pos) {
-      lc_error("%s: tensor '%s' in %s overlaps another tensor's data", fn, e->name, in->label);
+  for (size_t i = 1; i < ne; i++)
+    if (order[i]->begin < order[i - 1]->end) {
+      lc_error("%s: tensor '%s' in %s overlaps another tensor's data", fn, order[i]->name,
+               in->label);
       goto done;
     }
-    if (lc_in_skip(in, (size_t)(e->begin - pos), "padding between tensors")) goto done;
-    char what[300];
-    snprintf(what, sizeof what, "the data of tensor '%.256s'", e->name);
-    struct lc_node *n = lc_in_read_node(in, e->dt, e->ndim, e->shape, what);
-    if (!n) goto done;
-    mlx_array a = {n};
-    int bad = mlx_map_string_to_array_insert(ra, e->name, a);
-    mlx_array_free(a);
-    if (bad) goto done;
-    pos = e->end;
-  }
+  if (lc_lazy_wanted(in) ? make_lazy(in, order, ne) : read_all(in, order, ne)) goto done;
+  /* The map in name order. */
+  qsort(order, ne, sizeof *order, cmp_name);
+  for (size_t i = 0; i < ne; i++)
+    if (mlx_map_string_to_array_insert(ra, order[i]->name, (mlx_array){order[i]->node})) goto done;
   mlx_map_string_to_array_free(*arrays);
   mlx_map_string_to_string_free(*meta);
   *arrays = ra;
@@ -266,6 +366,7 @@ int lc_st_load(struct lc_in *in, mlx_map_string_to_array *arrays, mlx_map_string
 done:
   if (ra.ctx) mlx_map_string_to_array_free(ra);
   if (rs.ctx) mlx_map_string_to_string_free(rs);
+  for (size_t i = 0; i < ne; i++) lc_node_release(ents[i].node);
   free(ents);
   free(order);
   lc_json_free(root);

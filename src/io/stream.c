@@ -1,7 +1,10 @@
 /* Byte streams over files and user vtables (see io.h). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/error.h"
 #include "core/graph.h"
@@ -51,10 +54,65 @@ void lc_in_close(struct lc_in *in) {
   in->f = NULL;
 }
 
+/* The permission bits a new file gets from open(..., 0666): the umask is
+ * read from /proc (umask() would change process state), else 022 assumed. */
+static mode_t new_file_mode(void) {
+  mode_t mask = 022;
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[128];
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "Umask:", 6)) mask = (mode_t)strtol(line + 6, NULL, 8);
+  if (f) fclose(f);
+  return 0666 & ~mask;
+}
+
+/* Where a save to path lands: path itself, or a symlink's target. malloc'd. */
+static char *final_path(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+    char *r = realpath(path, NULL);
+    if (r) return r;
+  }
+  return strdup(path);
+}
+
+/* Opens a temporary file next to the final path, with the mode the final
+ * file has (or would get). 0, or 1 without reporting (the caller falls back
+ * to writing in place). */
+static int open_temp(struct lc_out *out, const char *path) {
+  struct stat st;
+  int exists = stat(path, &st) == 0;
+  if (exists && !S_ISREG(st.st_mode)) return 1; /* devices, fifos: write in place */
+  char *dst = final_path(path);
+  size_t n = dst ? strlen(dst) : 0;
+  char *tmp = dst ? malloc(n + 13) : NULL;
+  if (!tmp) {
+    free(dst);
+    return 1;
+  }
+  memcpy(tmp, dst, n);
+  memcpy(tmp + n, ".lace-XXXXXX", 13);
+  int fd = mkstemp(tmp);
+  if (fd >= 0 && fchmod(fd, exists ? (st.st_mode & 07777) : new_file_mode()) == 0 &&
+      (out->f = fdopen(fd, "wb"))) {
+    out->tmp = tmp;
+    out->dst = dst;
+    return 0;
+  }
+  if (fd >= 0) {
+    close(fd);
+    unlink(tmp);
+  }
+  free(tmp);
+  free(dst);
+  return 1;
+}
+
 int lc_out_open_file(struct lc_out *out, const char *fn, const char *path) {
   memset(out, 0, sizeof *out);
   out->fn = fn;
   set_label(out->label, sizeof out->label, NULL, path);
+  if (open_temp(out, path) == 0) return 0;
   out->f = fopen(path, "wb");
   if (!out->f) return lc_error("%s: failed to open file %s for writing", fn, path);
   return 0;
@@ -73,11 +131,19 @@ int lc_out_open_writer(struct lc_out *out, const char *fn, mlx_io_writer w) {
   return 0;
 }
 
-int lc_out_close(struct lc_out *out) {
-  int rc = 0;
-  if (out->f && fclose(out->f) != 0) rc = lc_error("%s: failed to write %s", out->fn, out->label);
+int lc_out_close(struct lc_out *out, int failed) {
+  if (out->f && fclose(out->f) != 0 && !failed)
+    failed = lc_error("%s: failed to write %s", out->fn, out->label);
   out->f = NULL;
-  return rc;
+  if (out->tmp) {
+    if (!failed && rename(out->tmp, out->dst) != 0)
+      failed = lc_error("%s: failed to replace %s: %s", out->fn, out->label, strerror(errno));
+    if (failed) unlink(out->tmp);
+  }
+  free(out->tmp);
+  free(out->dst);
+  out->tmp = out->dst = NULL;
+  return failed;
 }
 
 int lc_in_check_avail(struct lc_in *in, uint64_t n, const char *what) {

@@ -221,6 +221,7 @@ ZERO_RULES(isclose)
   const struct lc_prim lc_prim_##NAME = {.name = #NAME,                                     \
                                          .flags = LC_PF_ELEMWISE,                           \
                                          .eval_cpu = lc_ew_eval_cpu,                        \
+                                         .eval_cuda = LC_CUDA(lc_cuda_eval_elementwise),    \
                                          .ew = NAME##_kernel,                               \
                                          .vjp = NAME##_vjp,                                 \
                                          .jvp = NAME##_jvp,                                 \

@@ -250,6 +250,7 @@ const struct lc_prim lc_prim_astype = {
     .name = "astype",
     .flags = LC_PF_ELEMWISE,
     .eval_cpu = lc_ew_eval_cpu,
+    .eval_cuda = LC_CUDA(lc_cuda_eval_elementwise),
     .ew = astype_kernel,
     .vjp = astype_vjp,
     .jvp = astype_jvp,

@@ -22,17 +22,6 @@
 #include "ops/unary.h"
 #include "transforms/transforms.h"
 
-struct matmul_params {
-  int nb;      /* leading batch dimensions shared by every input and the output */
-  int a_split; /* a: rows are dims [nb, a_split), columns [a_split, ndim) */
-  int b_split; /* b: likewise */
-  int has_c;   /* third input c (output's shape): out = alpha * a @ b + beta * c */
-  int gather;  /* gather_mm: a and b have one flattened batch dim; inputs 2 and 3 are
-                  uint32 indices (the output's batch shape) choosing a's and b's matrix */
-  int segmented; /* segmented_mm: a (M, K), b (K, N); input 2 holds uint32 [start, end)
-                    pairs, one per output batch, restricting the contraction to them */
-  float alpha, beta;
-};
 
 /* ---- operands ---- */
 
@@ -48,10 +37,8 @@ struct operand {
   size_t copy_bytes;
 };
 
-/* Flattens dims [lo, hi) of (shape, st) into one (size, stride); false
- * when they are not equally spaced. Extent-1 dimensions are ignored. */
-static bool group(const int *shape, const int64_t *st, int lo, int hi, int64_t *size,
-                  int64_t *stride) {
+bool lc_matmul_group(const int *shape, const int64_t *st, int lo, int hi, int64_t *size,
+                     int64_t *stride) {
   int64_t sz = 1, inner = 1, expect = 0;
   bool any = false;
   for (int d = hi - 1; d >= lo; d--) {
@@ -76,8 +63,8 @@ static int operand_init(struct operand *o, const struct lc_node *x, int nb, int 
   size_t isz = lc_dtype_size(x->dtype);
   const int64_t *st = x->strides;
   const char *base = (const char *)x->buf->data + x->offset * (int64_t)isz;
-  if (!group(x->shape, st, nb, split, &o->R, &o->rs) ||
-      !group(x->shape, st, split, x->ndim, &o->C, &o->cs)) {
+  if (!lc_matmul_group(x->shape, st, nb, split, &o->R, &o->rs) ||
+      !lc_matmul_group(x->shape, st, split, x->ndim, &o->C, &o->cs)) {
     o->copy_bytes = (size_t)x->size * isz;
     o->copy = lc_alloc(o->copy_bytes);
     o->own_strides = malloc(sizeof(int64_t) * (size_t)(x->ndim > 0 ? x->ndim : 1));
@@ -91,8 +78,8 @@ static int operand_init(struct operand *o, const struct lc_node *x, int nb, int 
     lc_shape_strides(x->ndim, x->shape, o->own_strides);
     st = o->own_strides;
     base = o->copy;
-    group(x->shape, st, nb, split, &o->R, &o->rs);
-    group(x->shape, st, split, x->ndim, &o->C, &o->cs);
+    lc_matmul_group(x->shape, st, nb, split, &o->R, &o->rs);
+    lc_matmul_group(x->shape, st, split, x->ndim, &o->C, &o->cs);
   }
   o->base = base;
   o->bstr = st;
@@ -227,7 +214,7 @@ static mlx_dtype compute_type(mlx_dtype t) {
 }
 
 static int matmul_eval(struct lc_node *n) {
-  const struct matmul_params *p = n->params;
+  const struct lc_matmul_params *p = n->params;
   if (lc_node_alloc_data(n)) return 1;
   if (n->size == 0) return 0;
   const struct lc_node *xa = n->in[0], *xb = n->in[1];
@@ -266,7 +253,7 @@ static int matmul_eval(struct lc_node *n) {
   bool bconst = true;
   for (int d = 0; d < p->nb; d++) bconst &= B.bstr[d] == 0 || n->shape[d] == 1;
   bool fold = !p->gather && !p->segmented && blas && batches > 1 && bconst && xa->dtype == ct && (A.cs == 1 || K == 1) &&
-              group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
+              lc_matmul_group(xa->shape, A.bstr, 0, p->a_split, &fold_rows, &a_rows_stride);
   if (fold) {
     M *= batches;
     A.R = M;
@@ -381,7 +368,7 @@ static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *
  * 2-d view of its groups). */
 static int matmul_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
                                int *shape) {
-  const struct matmul_params *p = params;
+  const struct lc_matmul_params *p = params;
   const struct lc_node *a = in[0], *b = in[1];
   int k = 0;
   if (p->gather || p->segmented) {
@@ -412,6 +399,7 @@ static int matmul_output_shape(const void *params, int nin, struct lc_node *cons
 
 const struct lc_prim lc_prim_matmul = {.name = "matmul",
                                        .eval_cpu = matmul_eval,
+                                       .eval_cuda = LC_CUDA(lc_cuda_eval_matmul),
                                        .vjp = matmul_vjp,
                                        .jvp = matmul_jvp,
                                        .vmap = matmul_vmap,
@@ -452,7 +440,7 @@ static struct lc_node *permute(struct lc_node *x, const int *perm) {
  * ashape) and b likewise, with optional c broadcast to the output shape. */
 static struct lc_node *mm_node(const char *fn, struct lc_node *a, int and_, const int *ashape,
                                struct lc_node *b, int bnd, const int *bshape, struct lc_node *c,
-                               mlx_dtype t, struct matmul_params p, int ond, const int *oshape) {
+                               mlx_dtype t, struct lc_matmul_params p, int ond, const int *oshape) {
   struct lc_node *in[3] = {NULL, NULL, NULL}, *r = NULL;
   struct lc_node *ca = lc_astype(a, t), *cb = ca ? lc_astype(b, t) : NULL;
   if (!cb) goto out;
@@ -511,7 +499,7 @@ static struct lc_node *matmul_impl(const char *fn, struct lc_node *c, struct lc_
   ashape[and_++] = K;
   bshape[bnd++] = K;
   if (!bvec) bshape[bnd++] = oshape[ond++] = b->shape[b->ndim - 1];
-  struct matmul_params p = {.nb = nb, .a_split = avec ? nb : nb + 1, .b_split = nb + 1,
+  struct lc_matmul_params p = {.nb = nb, .a_split = avec ? nb : nb + 1, .b_split = nb + 1,
                             .has_c = c != NULL, .alpha = alpha, .beta = beta};
   return mm_node(fn, a, and_, ashape, b, bnd, bshape, c, t, p, ond, oshape);
 }
@@ -538,7 +526,7 @@ static struct lc_node *contract(const char *fn, struct lc_node *a, struct lc_nod
     int oshape[ond > 0 ? ond : 1];
     memcpy(oshape, xa->shape, sizeof(int) * (size_t)fa);
     memcpy(oshape + fa, xb->shape + ncontract, sizeof(int) * (size_t)fb);
-    struct matmul_params p = {.nb = 0, .a_split = fa, .b_split = ncontract, .alpha = 1.0f};
+    struct lc_matmul_params p = {.nb = 0, .a_split = fa, .b_split = ncontract, .alpha = 1.0f};
     r = mm_node(fn, xa, xa->ndim, xa->shape, xb, xb->ndim, xb->shape, NULL, t, p, ond, oshape);
   }
   lc_node_release(xa);
@@ -626,7 +614,7 @@ struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b) {
   if (!r || (r->ndim == 2 && a->ndim == 1 && b->ndim == 1)) return r;
   /* MLX's outer is 2-d, (a.size, b.size): view the result so */
   int shape[2] = {(int)a->size, (int)b->size};
-  struct matmul_params p = *(const struct matmul_params *)r->params;
+  struct lc_matmul_params p = *(const struct lc_matmul_params *)r->params;
   p.a_split = a->ndim;
   p.b_split = 0;
   struct lc_node *in[2] = {r->in[0], r->in[1]};
@@ -699,7 +687,7 @@ struct lc_node *lc_gather_mm(struct lc_node *a_in, struct lc_node *b_in, struct 
   if (!(a3 = lc_reshape(ca, 3, s3a)) || !(b3 = lc_reshape(cb, 3, s3b))) goto out;
   oshape[nb] = M;
   oshape[nb + 1] = N;
-  struct matmul_params p = {.nb = nb, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
+  struct lc_matmul_params p = {.nb = nb, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
   struct lc_node *in[4] = {a3, b3, lb, rb};
   r = lc_node_new_op(LC_OP_MATMUL, t, nb + 2, oshape, 4, in, &p, sizeof p);
   if (r && (a_in->ndim == 1 || b_in->ndim == 1)) {
@@ -762,7 +750,7 @@ struct lc_node *lc_segmented_mm(struct lc_node *a, struct lc_node *b, struct lc_
   struct lc_node *ca = lc_astype(a, t), *cb = ca ? lc_astype(b, t) : NULL;
   struct lc_node *cs = cb ? lc_astype(segments, MLX_UINT32) : NULL, *r = NULL;
   if (cs) {
-    struct matmul_params p = {.nb = nb, .a_split = 1, .b_split = 1, .segmented = 1,
+    struct lc_matmul_params p = {.nb = nb, .a_split = 1, .b_split = 1, .segmented = 1,
                               .alpha = 1.0f};
     struct lc_node *in[3] = {ca, cb, cs};
     r = lc_node_new_op(LC_OP_MATMUL, t, nb + 2, oshape, 3, in, &p, sizeof p);
@@ -941,7 +929,7 @@ out:
  * products back (MLX's GatherMM::vjp); segmented_mm masks the contraction
  * per segment. */
 
-static const struct matmul_params *mm_params(const struct lc_node *n) { return n->params; }
+static const struct lc_matmul_params *mm_params(const struct lc_node *n) { return n->params; }
 
 static int64_t dims_size(const int *shape, int lo, int hi) {
   int64_t s = 1;
@@ -951,7 +939,7 @@ static int64_t dims_size(const int *shape, int lo, int hi) {
 
 /* The group sizes of a node: rows M of a, contraction K, columns N of b. */
 static void mm_sizes(const struct lc_node *n, int *M, int *K, int *N) {
-  const struct matmul_params *p = mm_params(n);
+  const struct lc_matmul_params *p = mm_params(n);
   const struct lc_node *a = n->in[0], *b = n->in[1];
   int onb = p->gather ? 1 : p->segmented ? 0 : p->nb;
   *M = (int)dims_size(a->shape, onb, p->a_split);
@@ -973,7 +961,7 @@ static struct lc_node *adjoint(struct lc_node *x) {
 static struct lc_node *mm_gathered(struct lc_node *x, struct lc_node *y, struct lc_node *ix,
                                    struct lc_node *iy) {
   int sh[3] = {ix->shape[0], x->shape[1], y->shape[2]};
-  struct matmul_params p = {.nb = 1, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
+  struct lc_matmul_params p = {.nb = 1, .a_split = 2, .b_split = 2, .gather = 1, .alpha = 1.0f};
   struct lc_node *in[4] = {x, y, ix, iy};
   return lc_node_new_op(LC_OP_MATMUL, x->dtype, 3, sh, 4, in, &p, sizeof p);
 }
@@ -1011,7 +999,7 @@ static struct lc_node *swap_groups(struct lc_node *x, int lo, int mid, int hi) {
  * `like`'s shape (the operand whose cotangent this is). */
 static struct lc_node *mm_grouped(struct lc_node *x, int xs, struct lc_node *y, int ys, int nb,
                                   float alpha, const struct lc_node *like) {
-  struct matmul_params p = {.nb = nb, .a_split = xs, .b_split = ys, .alpha = alpha};
+  struct lc_matmul_params p = {.nb = nb, .a_split = xs, .b_split = ys, .alpha = alpha};
   struct lc_node *in[2] = {x, y};
   return lc_node_new_op(LC_OP_MATMUL, x->dtype, like->ndim, like->shape, 2, in, &p, sizeof p);
 }
@@ -1023,7 +1011,7 @@ static struct lc_node *mm_grouped(struct lc_node *x, int xs, struct lc_node *y, 
  * Only the other operand's two groups are permuted, so no reshape is
  * needed (shapeless compile can follow the result). */
 static struct lc_node *mm_vjp_operand(struct lc_node *n, struct lc_node *g, int which) {
-  const struct matmul_params *p = mm_params(n);
+  const struct lc_matmul_params *p = mm_params(n);
   struct lc_node *a = n->in[0], *b = n->in[1];
   int nb = p->nb, nM = p->a_split - nb, nK = a->ndim - p->a_split, nN = b->ndim - p->b_split;
   struct lc_node *gg = NULL, *adj = NULL, *r = NULL;
@@ -1125,7 +1113,7 @@ done:
 
 static int matmul_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
                       int nargs, struct lc_node **out) {
-  const struct matmul_params *p = mm_params(n);
+  const struct lc_matmul_params *p = mm_params(n);
   for (int j = 0; j < nargs; j++) {
     int k = argnums[j];
     if (k >= 2 && (p->gather || p->segmented)) {
@@ -1151,7 +1139,7 @@ fail:
 
 /* The node's product (no c term) with input k replaced by x. */
 static struct lc_node *mm_with(struct lc_node *n, int k, struct lc_node *x) {
-  struct matmul_params p = *mm_params(n);
+  struct lc_matmul_params p = *mm_params(n);
   struct lc_node *in[4];
   int nin = p.has_c ? 2 : n->nin;
   for (int i = 0; i < nin; i++) in[i] = n->in[i];
@@ -1176,7 +1164,7 @@ static int add_into(struct lc_node **acc, struct lc_node *v) {
 
 /* Linear in each of a, b, c: tangents of the indices are ignored. */
 static int matmul_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  const struct matmul_params *p = mm_params(n);
+  const struct lc_matmul_params *p = mm_params(n);
   struct lc_node *acc = NULL;
   for (int k = 0; k < 2; k++)
     if (tan[k] && add_into(&acc, mm_with(n, k, tan[k]))) goto fail;
@@ -1225,7 +1213,7 @@ static int gather_vmap(struct lc_node *n, struct lc_node *const *in, const int *
     if (!ix[k]) goto done;
   }
   {
-    struct matmul_params p = *mm_params(n);
+    struct lc_matmul_params p = *mm_params(n);
     p.nb++;
     int sh[n->ndim + 1];
     sh[0] = B;
@@ -1258,7 +1246,7 @@ static int segmented_vmap(struct lc_node *n, struct lc_node *const *in, const in
   if (ax[0] == -1 && ax[1] == -1) {
     struct lc_node *seg = lc_rule_batch_front_full(in[2], ax[2], B);
     if (!seg) return 1;
-    struct matmul_params p = *mm_params(n);
+    struct lc_matmul_params p = *mm_params(n);
     p.nb++;
     int sh[n->ndim + 1];
     sh[0] = B;
@@ -1292,7 +1280,7 @@ done:
  * the primitive wants shared batch dimensions): one more batch dim. */
 static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                        struct lc_node **out, int *out_ax) {
-  const struct matmul_params *p = mm_params(n);
+  const struct lc_matmul_params *p = mm_params(n);
   int B = lc_rule_batch_size(n->nin, in, ax);
   *out_ax = 0;
   if (p->gather) return gather_vmap(n, in, ax, B, out);
@@ -1302,7 +1290,7 @@ static int matmul_vmap(struct lc_node *n, struct lc_node *const *in, const int *
   for (; k < n->nin; k++)
     if (!(ins[k] = lc_rule_batch_front_full(in[k], ax[k], B))) goto done;
   {
-    struct matmul_params q = *p;
+    struct lc_matmul_params q = *p;
     q.nb++;
     q.a_split++;
     q.b_split++;

@@ -45,4 +45,23 @@ struct lc_node *lc_block_masked_mm(struct lc_node *a, struct lc_node *b, int blo
 /* (a.size, b.size): a flattened times b flattened; any dtype. */
 struct lc_node *lc_outer(struct lc_node *a, struct lc_node *b);
 
+/* The MATMUL primitive's params (rows of a are dims [nb, a_split), its
+ * columns [a_split, ndim); likewise for b). */
+struct lc_matmul_params {
+  int nb;      /* leading batch dimensions shared by every input and the output */
+  int a_split; /* a: rows are dims [nb, a_split), columns [a_split, ndim) */
+  int b_split; /* b: likewise */
+  int has_c;   /* third input c (output's shape): out = alpha * a @ b + beta * c */
+  int gather;  /* gather_mm: a and b have one flattened batch dim; inputs 2 and 3 are
+                  uint32 indices (the output's batch shape) choosing a's and b's matrix */
+  int segmented; /* segmented_mm: a (M, K), b (K, N); input 2 holds uint32 [start, end)
+                    pairs, one per output batch, restricting the contraction to them */
+  float alpha, beta;
+};
+
+/* Flattens dims [lo, hi) of (shape, st) into one (size, stride); false
+ * when they are not equally spaced. Extent-1 dimensions are ignored. */
+bool lc_matmul_group(const int *shape, const int64_t *st, int lo, int hi, int64_t *size,
+                     int64_t *stride);
+
 #endif

@@ -30,6 +30,7 @@ bool lc_prim_can_donate(const struct lc_node *n, int k) {
 
 void lc_prim_take_buffer(struct lc_node *n, int k) {
   n->buf = lc_buffer_retain(n->in[k]->buf);
+  lc_buffer_host_written(n->buf); /* the CPU kernel writes it */
   n->offset = 0;
   lc_shape_strides(n->ndim, n->shape, n->strides);
   n->flags |= LC_NF_CONTIG;

@@ -52,7 +52,10 @@ struct lc_prim {
   const char *name;
   unsigned flags;
   int (*eval_cpu)(struct lc_node *n);
-  int (*eval_cuda)(struct lc_node *n); /* optional */
+  /* optional: as eval_cpu, for a node on a GPU, with device copies of the
+   * inputs current (lc_node_dev_data); may answer LC_EVAL_ON_CPU (nothing
+   * done, nothing reported) for inputs it does not handle yet */
+  int (*eval_cuda)(struct lc_node *n);
   lc_ew_kernel ew;                     /* LC_PF_ELEMWISE only */
   bool (*equal)(const struct lc_node *a, const struct lc_node *b); /* optional */
   /* Transformation rules (src/transforms/ runs them; NULL: the primitive
@@ -95,6 +98,19 @@ struct lc_prim {
   int (*output_shape)(const void *params, int nin, struct lc_node *const *in, int ndim,
                       int *shape);
 };
+
+#define LC_EVAL_ON_CPU 2
+
+/* eval_cuda slots: the function in CUDA builds, NULL otherwise. */
+#ifdef LACE_CUDA
+#define LC_CUDA(fn) fn
+/* The CUDA evaluators (gpu/cuda/eval_*.c). */
+int lc_cuda_eval_elementwise(struct lc_node *n);
+int lc_cuda_eval_reduce(struct lc_node *n);
+int lc_cuda_eval_matmul(struct lc_node *n);
+#else
+#define LC_CUDA(fn) NULL
+#endif
 
 extern const struct lc_prim *const lc_prims[LC_OP_COUNT];
 

@@ -190,6 +190,7 @@ static int reduce_output_shape(const void *params, int nin, struct lc_node *cons
 const struct lc_prim lc_prim_reduce = {.name = "reduce",
                                        .flags = LC_PF_REDUCE,
                                        .eval_cpu = reduce_eval,
+                                       .eval_cuda = LC_CUDA(lc_cuda_eval_reduce),
                                        .describe = reduce_describe,
                                        .vjp = reduce_vjp,
                                        .jvp = reduce_jvp,

@@ -72,6 +72,7 @@ static int select_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_n
 const struct lc_prim lc_prim_select = {.name = "select",
                                        .flags = LC_PF_ELEMWISE,
                                        .eval_cpu = lc_ew_eval_cpu,
+                                       .eval_cuda = LC_CUDA(lc_cuda_eval_elementwise),
                                        .ew = select_kernel,
                                        .vjp = select_vjp,
                                        .jvp = select_jvp,

@@ -488,6 +488,7 @@ static int nondiff_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_
   const struct lc_prim lc_prim_##NAME = {.name = #NAME,                                     \
                                          .flags = LC_PF_ELEMWISE,                           \
                                          .eval_cpu = lc_ew_eval_cpu,                        \
+                                         .eval_cuda = LC_CUDA(lc_cuda_eval_elementwise),    \
                                          .ew = NAME##_kernel,                               \
                                          .vjp = VJP,                                        \
                                          .jvp = JVP,                                        \

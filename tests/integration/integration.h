@@ -58,4 +58,13 @@ static int integ_done(void) {
   return test_done();
 }
 
+/* mlx-c's examples run on the GPU stream; here, the GPU where this
+ * machine has one, else the CPU (lace built with CUDA and no GPU reports a
+ * GPU stream as an error, tests/gpu/test_gpu_unavailable.c). */
+static inline mlx_stream integration_stream_new(void) {
+  int n = 0;
+  mlx_device_count(&n, MLX_GPU);
+  return n > 0 ? mlx_default_gpu_stream_new() : mlx_default_cpu_stream_new();
+}
+
 #endif

@@ -12,7 +12,7 @@
 #include "integration.h"
 
 static int inc_fun(mlx_array *res, mlx_array x) {
-  mlx_stream s = mlx_default_gpu_stream_new();
+  mlx_stream s = integration_stream_new();
   mlx_array one = mlx_array_new_float(1.0f);
   int rc = mlx_add(res, x, one, s);
   mlx_stream_free(s);
@@ -23,7 +23,7 @@ static int inc_fun(mlx_array *res, mlx_array x) {
 static int mul_fun(mlx_vector_array *res, const mlx_vector_array args,
                    const mlx_map_string_to_array kwargs) {
   (void)args;
-  mlx_stream s = mlx_default_gpu_stream_new();
+  mlx_stream s = integration_stream_new();
   mlx_array x = mlx_array_new(), y = mlx_array_new(), r = mlx_array_new();
   int rc = mlx_map_string_to_array_get(&x, kwargs, "x") ||
            mlx_map_string_to_array_get(&y, kwargs, "y") || mlx_multiply(&r, x, y, s) ||

@@ -6,7 +6,7 @@
 #include "integration.h"
 
 static int add_one(mlx_array *res, const mlx_array x) {
-  mlx_stream gpu = mlx_default_gpu_stream_new();
+  mlx_stream gpu = integration_stream_new();
   mlx_array one = mlx_array_new_float(1.0f);
   int rc = mlx_add(res, x, one, gpu);
   mlx_array_free(one);
@@ -16,7 +16,7 @@ static int add_one(mlx_array *res, const mlx_array x) {
 
 static int add_payload(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   if (mlx_vector_array_size(in) != 1) return 1;
-  mlx_stream gpu = mlx_default_gpu_stream_new();
+  mlx_stream gpu = integration_stream_new();
   mlx_array x = mlx_array_new(), y = mlx_array_new();
   int rc = mlx_vector_array_get(&x, in, 0);
   if (!rc) rc = mlx_add(&y, x, *(mlx_array *)payload, gpu);

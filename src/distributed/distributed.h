@@ -1,0 +1,30 @@
+/* Collectives as lazy primitives (MLX's mlx.distributed ops).
+ *
+ * Builders borrow their arguments and return a new reference, or NULL
+ * after reporting. On a group of size 1, all_reduce, all_gather and
+ * sum_scatter return x itself (MLX: identities); send and recv are errors
+ * there. Nodes hold one reference to their group (params_ref), so a group
+ * lives as long as any graph or compiled program using it.
+ *
+ * Every rank must build and evaluate the same collectives in the same
+ * order (as with MPI itself). Arrays that disagree across ranks in element
+ * count or dtype are reported on every rank at evaluation instead of
+ * reaching MPI (one small extra all-reduce per collective). */
+#ifndef LC_DISTRIBUTED_H
+#define LC_DISTRIBUTED_H
+
+#include "core/node.h"
+#include "distributed/backend.h"
+
+struct lc_node *lc_dist_all_reduce(struct lc_node *x, struct lc_dist_group *g,
+                                   enum lc_dist_reduce op);
+/* Rank-ordered concatenation along axis 0 (a 0-d x gives shape [size]). */
+struct lc_node *lc_dist_all_gather(struct lc_node *x, struct lc_dist_group *g);
+/* Block `rank` along axis 0 of the sum; x.shape[0] divisible by size. */
+struct lc_node *lc_dist_sum_scatter(struct lc_node *x, struct lc_dist_group *g);
+/* Sends x to rank dst when evaluated; the result is x (MLX's send). */
+struct lc_node *lc_dist_send(struct lc_node *x, int dst, struct lc_dist_group *g);
+struct lc_node *lc_dist_recv(int ndim, const int *shape, mlx_dtype dt, int src,
+                             struct lc_dist_group *g);
+
+#endif

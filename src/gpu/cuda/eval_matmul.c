@@ -1,0 +1,147 @@
+/* eval_cuda of MATMUL through cuBLAS (one strided-batched GEMM): float32
+ * (no TF32), float16 and bfloat16 (float accumulation), float64. Handles
+ * operands whose matrices are row- or column-major with one stride per
+ * batch (or none: broadcast); gather/segmented products and other layouts
+ * run on the CPU for now.
+ *
+ * Row-major C = A B is column-major C^T = B^T A^T: cuBLAS is called with
+ * the operands swapped, each transposed or not by its layout. */
+#ifdef LACE_CUDA
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gpu/cuda/eval.h"
+#include "gpu/cuda/kernels.h"
+#include "gpu/gpu.h"
+#include "ops/linalg.h"
+#include "ops/prim.h"
+
+#define MAX_GPUS 16
+
+/* One handle per GPU, made on first use; a handle serves one call at a
+ * time (its lock). */
+static pthread_mutex_t handle_lock[MAX_GPUS] = {[0 ... MAX_GPUS - 1] = PTHREAD_MUTEX_INITIALIZER};
+static cublasHandle_t handles[MAX_GPUS];
+
+/* A matrix operand in cuBLAS's terms: the column-major matrix at ptr with
+ * leading dimension ld is op(X)^T's storage. */
+struct mat {
+  cublasOperation_t op;
+  int64_t ld, batch_stride;
+};
+
+/* x's matrices (R x C, dims [nb, split) and [split, ndim)), row-major
+ * (op N on the transpose) or column-major (op T). false: another layout. */
+static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
+                   const int *out_shape, struct mat *m, int64_t *R, int64_t *C) {
+  int64_t rs, cs, bs = 0, bsz;
+  if (!lc_matmul_group(x->shape, x->strides, nb, split, R, &rs) ||
+      !lc_matmul_group(x->shape, x->strides, split, x->ndim, C, &cs))
+    return false;
+  if (nb > 0) {
+    /* one stride over the output's batch dims; broadcast dims have 0 */
+    int64_t st[16];
+    int sh[16];
+    if (nb > 16) return false;
+    for (int d = 0; d < nb; d++) {
+      sh[d] = out_shape[d];
+      st[d] = x->shape[d] == 1 ? 0 : x->strides[d];
+    }
+    bool zero = true;
+    for (int d = 0; d < nb; d++) zero &= st[d] == 0 || sh[d] == 1;
+    if (!zero && (!lc_matmul_group(sh, st, 0, nb, &bsz, &bs) || bs == 0)) return false;
+    if (zero) bs = 0;
+    (void)nbatch_out;
+  }
+  m->batch_stride = bs;
+  if (cs == 1 || *C == 1) { /* row-major: ld = row stride */
+    m->op = CUBLAS_OP_N;
+    m->ld = *R == 1 ? *C : rs;
+    return m->ld >= *C && m->ld > 0;
+  }
+  if (rs == 1 || *R == 1) { /* column-major: ld = column stride */
+    m->op = CUBLAS_OP_T;
+    m->ld = *C == 1 ? *R : cs;
+    return m->ld >= *R && m->ld > 0;
+  }
+  return false;
+}
+
+static int blas_check(cublasStatus_t st, const char *what) {
+  return st == CUBLAS_STATUS_SUCCESS ? 0 : lc_error("matmul on the GPU: cuBLAS %s failed (status %d)", what, (int)st);
+}
+
+int lc_cuda_eval_matmul(struct lc_node *n) {
+  const struct lc_matmul_params *p = n->params;
+  const struct lc_node *a = n->in[0], *b = n->in[1];
+  cudaDataType_t dt;
+  cublasComputeType_t ct;
+  switch (n->dtype) {
+    case MLX_FLOAT32: dt = CUDA_R_32F, ct = CUBLAS_COMPUTE_32F; break;
+    case MLX_FLOAT16: dt = CUDA_R_16F, ct = CUBLAS_COMPUTE_32F; break;
+    case MLX_BFLOAT16: dt = CUDA_R_16BF, ct = CUBLAS_COMPUTE_32F; break;
+    case MLX_FLOAT64: dt = CUDA_R_64F, ct = CUBLAS_COMPUTE_64F; break;
+    default: return LC_EVAL_ON_CPU;
+  }
+  if (p->gather || p->segmented || a->dtype != n->dtype || b->dtype != n->dtype ||
+      n->dev >= MAX_GPUS)
+    return LC_EVAL_ON_CPU;
+  struct mat A, B;
+  int64_t M, K, K2, N;
+  if (!layout(a, p->nb, p->a_split, p->nb, n->shape, &A, &M, &K) ||
+      !layout(b, p->nb, p->b_split, p->nb, n->shape, &B, &K2, &N) || K != K2)
+    return LC_EVAL_ON_CPU;
+  int64_t batches = 1;
+  for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
+  if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || batches > INT32_MAX ||
+      A.ld > INT32_MAX || B.ld > INT32_MAX)
+    return LC_EVAL_ON_CPU;
+  if (lc_cuda_alloc_output(n)) return 1;
+  if (n->size == 0) return 0;
+  void *stream = lc_gpu_stream(n->dev);
+  size_t isz = lc_dtype_size(n->dtype);
+  double beta = 0.0;
+  if (p->has_c) { /* out = c first, then out = alpha a b + beta out */
+    const struct lc_node *c = n->in[2];
+    int rc = lc_cuda_result(lc_cu_copy_strided(n->buf->dev_data, lc_node_dev_data(c), (int)isz,
+                                               c->ndim, c->shape, c->strides, c->size, stream),
+                            "addmm (copy of c)");
+    if (rc) goto fail_rc;
+    beta = p->beta;
+  }
+  if (K == 0) { /* an empty contraction: beta c, or zeros */
+    if (!p->has_c && cudaMemsetAsync(n->buf->dev_data, 0, (size_t)n->size * isz, stream)) {
+      lc_error("matmul on the GPU: memset failed");
+      goto fail;
+    }
+    return 0;
+  }
+  pthread_mutex_lock(&handle_lock[n->dev]);
+  int rc = 0;
+  if (!handles[n->dev]) rc = blas_check(cublasCreate(&handles[n->dev]), "create");
+  if (!rc) rc = blas_check(cublasSetStream(handles[n->dev], stream), "set stream");
+  if (!rc) {
+    float af = p->alpha, bf = (float)beta;
+    double ad = p->alpha, bd = beta;
+    const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
+    const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+    rc = blas_check(cublasGemmStridedBatchedEx(
+                        handles[n->dev], B.op, A.op, (int)N, (int)M, (int)K, alpha,
+                        lc_node_dev_data(b), dt, (int)B.ld, B.batch_stride, lc_node_dev_data(a),
+                        dt, (int)A.ld, A.batch_stride, betap, n->buf->dev_data, dt, (int)N,
+                        M * N, (int)batches, ct, CUBLAS_GEMM_DEFAULT),
+                    "gemm");
+  }
+  pthread_mutex_unlock(&handle_lock[n->dev]);
+  if (!rc) return 0;
+fail:
+  rc = 1;
+fail_rc:
+  lc_buffer_release(n->buf);
+  n->buf = NULL;
+  return rc;
+}
+#endif

@@ -1,0 +1,409 @@
+// Elementwise primitives on the GPU: one templated kernel per (op, type),
+// a grid-stride loop over the contiguous output, inputs read flat
+// (contiguous or scalar) or through strides. Semantics are the CPU
+// kernels' (ops/unary.c, ops/binary.c, ops/ternary.c, astype); float math
+// is CUDA's libdevice, so results agree to rounding, not bit for bit.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/kernels.h"
+
+enum lc_op_ids {
+#define LC_PRIM(id, row) LC_OP_##id,
+#include "ops/ops.def"
+#undef LC_PRIM
+};
+
+namespace {
+
+struct Ew {
+  struct lc_cu_ew a;
+};
+
+__device__ __forceinline__ int64_t in_offset(const lc_cu_ew &a, int k, int64_t i) {
+  if (a.ndim == 0) return a.flat[k] ? i : 0;
+  int64_t off = 0;
+  for (int d = a.ndim - 1; d >= 0; d--) {
+    int64_t q = i / a.shape[d];
+    off += (i - q * a.shape[d]) * a.strides[k][d];
+    i = q;
+  }
+  return off;
+}
+
+template <class TO, class TI, class Op>
+__global__ void unary_kernel(lc_cu_ew a, Op op) {
+  const TI *x = (const TI *)a.in[0];
+  TO *o = (TO *)a.out;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = lc_to<TO>::f(op(lc_ld(x[in_offset(a, 0, i)])));
+}
+
+template <class TO, class TI, class Op>
+__global__ void binary_kernel(lc_cu_ew a, Op op) {
+  const TI *x = (const TI *)a.in[0], *y = (const TI *)a.in[1];
+  TO *o = (TO *)a.out;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = lc_to<TO>::f(op(lc_ld(x[in_offset(a, 0, i)]), lc_ld(y[in_offset(a, 1, i)])));
+}
+
+template <class T>
+__global__ void select_kernel(lc_cu_ew a) {
+  const bool *c = (const bool *)a.in[0];
+  const T *x = (const T *)a.in[1], *y = (const T *)a.in[2];
+  T *o = (T *)a.out;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n;
+       i += (int64_t)gridDim.x * blockDim.x)
+    o[i] = c[in_offset(a, 0, i)] ? x[in_offset(a, 1, i)] : y[in_offset(a, 2, i)];
+}
+
+void grid_of(int64_t n, unsigned *blocks, unsigned *threads) {
+  *threads = 256;
+  int64_t b = (n + 255) / 256;
+  *blocks = (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
+}
+
+// ---- the ops: functors over the arithmetic type C ----
+#define UN(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ C operator()(C x) const { return __VA_ARGS__; } };
+UN(Abs, x < (C)0 ? (C)(-x) : x)
+UN(Neg, (C)(-x))
+UN(Square, (C)(x * x))
+UN(Copy, x)
+UN(Sqrt, sqrt(x))
+UN(Rsqrt, (C)1 / sqrt(x))
+UN(Exp, exp(x))
+UN(Expm1, expm1(x))
+UN(Log, log(x))
+UN(Log1p, log1p(x))
+UN(Log2, log2(x))
+UN(Log10, log10(x))
+UN(Sin, sin(x))
+UN(Cos, cos(x))
+UN(Tan, tan(x))
+UN(Asin, asin(x))
+UN(Acos, acos(x))
+UN(Atan, atan(x))
+UN(Sinh, sinh(x))
+UN(Cosh, cosh(x))
+UN(Tanh, tanh(x))
+UN(Asinh, asinh(x))
+UN(Acosh, acosh(x))
+UN(Atanh, atanh(x))
+UN(Sigmoid, (C)1 / ((C)1 + exp(-x)))
+UN(Erf, erf(x))
+UN(Erfinv, erfinv(x))
+UN(Floor, floor(x))
+UN(Ceil, ceil(x))
+UN(Round, rint(x))
+UN(BitNot, (C)~x)
+#undef UN
+struct Sign {
+  template <class C> __device__ __forceinline__ C operator()(C x) const {
+    if constexpr (std::is_floating_point<C>::value) {
+      if (x != x) return x;
+    }
+    return x > (C)0 ? (C)1 : x < (C)0 ? (C)-1 : (C)0;
+  }
+};
+struct LogicalNot {
+  template <class C> __device__ __forceinline__ bool operator()(C x) const { return !x; }
+};
+struct NanToNum {
+  double nan, pinf, ninf;
+  template <class C> __device__ __forceinline__ C operator()(C x) const {
+    if (x != x) return (C)nan;
+    if (isinf(x)) return x > 0 ? (C)pinf : (C)ninf;
+    return x;
+  }
+};
+
+#define BIN(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ C operator()(C x, C y) const { return __VA_ARGS__; } };
+#define PRED(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ bool operator()(C x, C y) const { return __VA_ARGS__; } };
+// integer +, -, * wrap (done in the unsigned type of the same width)
+template <class C> struct lc_uns { using type = C; };
+template <> struct lc_uns<int8_t> { using type = uint8_t; };
+template <> struct lc_uns<int16_t> { using type = uint16_t; };
+template <> struct lc_uns<int32_t> { using type = uint32_t; };
+template <> struct lc_uns<long long> { using type = unsigned long long; };
+#define WRAP(OP) (C)((typename lc_uns<C>::type)x OP (typename lc_uns<C>::type)y)
+BIN(Add, std::is_same<C, bool>::value ? (C)(x || y) : (C)WRAP(+))
+BIN(Sub, (C)WRAP(-))
+BIN(Mul, std::is_same<C, bool>::value ? (C)(x && y) : (C)WRAP(*))
+BIN(Div, x / y)
+BIN(Max, (x > y || x != x) ? x : y)
+BIN(Min, (x < y || x != x) ? x : y)
+BIN(Atan2, atan2(x, y))
+BIN(BitAnd, (C)(x & y))
+BIN(BitOr, (C)(x | y))
+BIN(BitXor, (C)(x ^ y))
+PRED(Eq, x == y)
+PRED(Ne, x != y)
+PRED(Gt, x > y)
+PRED(Ge, x >= y)
+PRED(Lt, x < y)
+PRED(Le, x <= y)
+PRED(NanEq, x == y || (x != x && y != y))
+PRED(And, x && y)
+PRED(Or, x || y)
+#undef BIN
+#undef PRED
+struct PowF {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const { return pow(x, y); }
+};
+struct PowI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if constexpr ((C)(-1) < (C)0) {
+      if (y < 0) return (C)0;
+    }
+    unsigned long long r = 1, b = (unsigned long long)x, e = (unsigned long long)y;
+    while (e) {
+      if (e & 1) r *= b;
+      e >>= 1;
+      b *= b;
+    }
+    return (C)r;
+  }
+};
+struct FloorDivI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if (y == 0) return 0;
+    if constexpr ((C)(-1) < (C)0) {
+      if (y == (C)-1) return (C)(0ull - (unsigned long long)(long long)x);
+      C q = x / y;
+      return (x % y != 0 && ((x < 0) != (y < 0))) ? (C)(q - 1) : q;
+    } else {
+      return x / y;
+    }
+  }
+};
+struct RemI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if (y == 0) return x;
+    if constexpr ((C)(-1) < (C)0) {
+      if (y == (C)-1) return 0;
+      C r = x % y;
+      return (r != 0 && ((r < 0) != (y < 0))) ? (C)(r + y) : r;
+    } else {
+      return x % y;
+    }
+  }
+};
+struct RemF {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    C r = fmod(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  }
+};
+struct LogAddExp {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    C hi = (x > y || x != x) ? x : y, lo = (x < y || x != x) ? x : y;
+    if (lo == -INFINITY || hi == INFINITY) return hi;
+    return hi + log1p(exp(lo - hi));
+  }
+};
+struct Shl {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    long long s = (long long)y;
+    return s >= 0 && s < 8 * (long long)sizeof(C) ? (C)((unsigned long long)x << s) : (C)0;
+  }
+};
+struct Shr {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    long long s = (long long)y;
+    if (s >= 0 && s < 8 * (long long)sizeof(C)) return (C)(x >> s);
+    if constexpr ((C)(-1) < (C)0) return x < 0 ? (C)-1 : (C)0;
+    return (C)0;
+  }
+};
+
+template <class TO, class TI, class Op>
+int launch_unary(const lc_cu_ew &a, Op op, cudaStream_t s) {
+  unsigned b, t;
+  grid_of(a.n, &b, &t);
+  unary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
+  return 0;
+}
+template <class TO, class TI, class Op>
+int launch_binary(const lc_cu_ew &a, Op op, cudaStream_t s) {
+  unsigned b, t;
+  grid_of(a.n, &b, &t);
+  binary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
+  return 0;
+}
+
+// A unary op over float types (out = in).
+template <class Op> int un_float(const lc_cu_ew &a, cudaStream_t s, Op op = Op()) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_float(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    rc = launch_unary<T, T>(a, op, s);
+  });
+  return rc;
+}
+// A unary op over every real type (out = in).
+template <class Op> int un_real(const lc_cu_ew &a, cudaStream_t s, bool ints) {
+  int rc = LC_CU_UNSUPPORTED;
+  auto f = [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if constexpr (!std::is_same<T, bool>::value) rc = launch_unary<T, T>(a, Op(), s);
+  };
+  if (!lc_dispatch_float(a.in_dt, f) && ints) lc_dispatch_int(a.in_dt, f);
+  return rc;
+}
+template <class Op> int bin_float(const lc_cu_ew &a, cudaStream_t s) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_float(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    rc = launch_binary<T, T>(a, Op(), s);
+  });
+  return rc;
+}
+template <class Op> int bin_int(const lc_cu_ew &a, cudaStream_t s) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_int(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    rc = launch_binary<T, T>(a, Op(), s);
+  });
+  return rc;
+}
+// out = in type over every real type, bool included (for + and *: or/and)
+template <class Op> int bin_real(const lc_cu_ew &a, cudaStream_t s, bool with_bool) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_real(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if (!std::is_same<T, bool>::value || with_bool) rc = launch_binary<T, T>(a, Op(), s);
+  });
+  return rc;
+}
+template <class Op> int bin_pred(const lc_cu_ew &a, cudaStream_t s) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_real(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    rc = launch_binary<bool, T>(a, Op(), s);
+  });
+  return rc;
+}
+
+int astype(const lc_cu_ew &a, cudaStream_t s) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_real(a.in_dt, [&](auto *pi) {
+    using TI = std::remove_pointer_t<decltype(pi)>;
+    lc_dispatch_real(a.out_dt, [&](auto *po) {
+      using TO = std::remove_pointer_t<decltype(po)>;
+      rc = launch_unary<TO, TI>(a, Copy(), s);
+    });
+  });
+  return rc;
+}
+
+int select(const lc_cu_ew &a, cudaStream_t s) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_real(a.in_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    unsigned b, t;
+    grid_of(a.n, &b, &t);
+    select_kernel<T><<<b, t, 0, s>>>(a);
+    rc = 0;
+  });
+  return rc;
+}
+
+int dispatch(const lc_cu_ew &a, cudaStream_t s) {
+  bool is_float = a.in_dt == MLX_FLOAT16 || a.in_dt == MLX_FLOAT32 || a.in_dt == MLX_FLOAT64 ||
+                  a.in_dt == MLX_BFLOAT16;
+  switch (a.op) {
+    case LC_OP_ASTYPE: return astype(a, s);
+    case LC_OP_SELECT: return select(a, s);
+    case LC_OP_EW_COPY: return un_real<Copy>(a, s, true);
+    case LC_OP_ABS: return un_real<Abs>(a, s, true);
+    case LC_OP_NEGATIVE: return un_real<Neg>(a, s, true);
+    case LC_OP_SQUARE: return un_real<Square>(a, s, true);
+    case LC_OP_SIGN: return un_real<Sign>(a, s, true);
+    case LC_OP_SQRT: return un_float<Sqrt>(a, s);
+    case LC_OP_RSQRT: return un_float<Rsqrt>(a, s);
+    case LC_OP_EXP: return un_float<Exp>(a, s);
+    case LC_OP_EXPM1: return un_float<Expm1>(a, s);
+    case LC_OP_LOG: return un_float<Log>(a, s);
+    case LC_OP_LOG1P: return un_float<Log1p>(a, s);
+    case LC_OP_LOG2: return un_float<Log2>(a, s);
+    case LC_OP_LOG10: return un_float<Log10>(a, s);
+    case LC_OP_SIN: return un_float<Sin>(a, s);
+    case LC_OP_COS: return un_float<Cos>(a, s);
+    case LC_OP_TAN: return un_float<Tan>(a, s);
+    case LC_OP_ARCSIN: return un_float<Asin>(a, s);
+    case LC_OP_ARCCOS: return un_float<Acos>(a, s);
+    case LC_OP_ARCTAN: return un_float<Atan>(a, s);
+    case LC_OP_SINH: return un_float<Sinh>(a, s);
+    case LC_OP_COSH: return un_float<Cosh>(a, s);
+    case LC_OP_TANH: return un_float<Tanh>(a, s);
+    case LC_OP_ARCSINH: return un_float<Asinh>(a, s);
+    case LC_OP_ARCCOSH: return un_float<Acosh>(a, s);
+    case LC_OP_ARCTANH: return un_float<Atanh>(a, s);
+    case LC_OP_SIGMOID: return un_float<Sigmoid>(a, s);
+    case LC_OP_ERF: return un_float<Erf>(a, s);
+    case LC_OP_ERFINV: return un_float<Erfinv>(a, s);
+    case LC_OP_FLOOR: return is_float ? un_float<Floor>(a, s) : LC_CU_UNSUPPORTED;
+    case LC_OP_CEIL: return is_float ? un_float<Ceil>(a, s) : LC_CU_UNSUPPORTED;
+    case LC_OP_ROUND: return is_float ? un_float<Round>(a, s) : LC_CU_UNSUPPORTED;
+    case LC_OP_NAN_TO_NUM:
+      return un_float(a, s, NanToNum{a.param[0], a.param[1], a.param[2]});
+    case LC_OP_LOGICAL_NOT:
+      if (a.in_dt != MLX_BOOL) return LC_CU_UNSUPPORTED;
+      return launch_unary<bool, bool>(a, LogicalNot(), s);
+    case LC_OP_BITWISE_INVERT: {
+      int rc = LC_CU_UNSUPPORTED;
+      lc_dispatch_int(a.in_dt, [&](auto *p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        rc = launch_unary<T, T>(a, BitNot(), s);
+      });
+      return rc;
+    }
+    case LC_OP_ADD: return bin_real<Add>(a, s, true);
+    case LC_OP_SUBTRACT: return bin_real<Sub>(a, s, false);
+    case LC_OP_MULTIPLY: return bin_real<Mul>(a, s, true);
+    case LC_OP_DIVIDE: return bin_float<Div>(a, s);
+    case LC_OP_FLOOR_DIVIDE: return bin_int<FloorDivI>(a, s);
+    case LC_OP_REMAINDER: return is_float ? bin_float<RemF>(a, s) : bin_int<RemI>(a, s);
+    case LC_OP_POWER: return is_float ? bin_float<PowF>(a, s) : bin_int<PowI>(a, s);
+    case LC_OP_MAXIMUM: return bin_real<Max>(a, s, true);
+    case LC_OP_MINIMUM: return bin_real<Min>(a, s, true);
+    case LC_OP_ARCTAN2: return bin_float<Atan2>(a, s);
+    case LC_OP_LOGADDEXP: return bin_float<LogAddExp>(a, s);
+    case LC_OP_EQUAL: return bin_pred<Eq>(a, s);
+    case LC_OP_NOT_EQUAL: return bin_pred<Ne>(a, s);
+    case LC_OP_GREATER: return bin_pred<Gt>(a, s);
+    case LC_OP_GREATER_EQUAL: return bin_pred<Ge>(a, s);
+    case LC_OP_LESS: return bin_pred<Lt>(a, s);
+    case LC_OP_LESS_EQUAL: return bin_pred<Le>(a, s);
+    case LC_OP_NAN_EQUAL: return is_float ? bin_pred<NanEq>(a, s) : bin_pred<Eq>(a, s);
+    case LC_OP_LOGICAL_AND:
+      return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, And(), s) : LC_CU_UNSUPPORTED;
+    case LC_OP_LOGICAL_OR:
+      return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, Or(), s) : LC_CU_UNSUPPORTED;
+    case LC_OP_BITWISE_AND:
+      return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, And(), s) : bin_int<BitAnd>(a, s);
+    case LC_OP_BITWISE_OR:
+      return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, Or(), s) : bin_int<BitOr>(a, s);
+    case LC_OP_BITWISE_XOR:
+      return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, Ne(), s) : bin_int<BitXor>(a, s);
+    case LC_OP_LEFT_SHIFT: return bin_int<Shl>(a, s);
+    case LC_OP_RIGHT_SHIFT: return bin_int<Shr>(a, s);
+    default: return LC_CU_UNSUPPORTED;
+  }
+}
+
+}  // namespace
+
+extern "C" int lc_cu_elementwise(const struct lc_cu_ew *a, void *stream) {
+  if (a->n == 0) return 0;
+  int rc = dispatch(*a, (cudaStream_t)stream);
+  if (rc) return rc;
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
+}

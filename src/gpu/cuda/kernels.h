@@ -1,0 +1,60 @@
+/* The launchers of the nvcc-built kernels (the .cu files here), callable from C.
+ * Plain C types only: this header is read by both compilers.
+ *
+ * Every launcher queues work on `stream` and returns 0, LC_CU_UNSUPPORTED
+ * (nothing queued: the caller runs the CPU kernel instead), or a negative
+ * cudaError_t value. Pointers are device pointers to element 0. */
+#ifndef LC_GPU_CUDA_KERNELS_H
+#define LC_GPU_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LC_CU_UNSUPPORTED 2
+#define LC_CU_MAX_DIMS 8
+#define LC_CU_MAX_IN 3
+
+/* An elementwise op: out (contiguous, n elements of out_dt) from nin
+ * inputs of in_dt (for select: inputs 1 and 2; input 0 is bool). Input k
+ * is read at flat index i when ndim == 0 and flat[k] (contiguous), at 0
+ * when ndim == 0 and !flat[k] (a scalar), else at sum_j idx_j * strides[k][j]
+ * over the row-major decomposition of i by shape[0..ndim). */
+struct lc_cu_ew {
+  int op; /* enum lc_op */
+  int out_dt, in_dt;
+  int nin;
+  int64_t n;
+  void *out;
+  const void *in[LC_CU_MAX_IN];
+  int ndim;
+  int flat[LC_CU_MAX_IN];
+  int shape[LC_CU_MAX_DIMS];
+  int64_t strides[LC_CU_MAX_IN][LC_CU_MAX_DIMS];
+  double param[3]; /* nan_to_num: nan, posinf, neginf */
+};
+int lc_cu_elementwise(const struct lc_cu_ew *a, void *stream);
+
+/* Reduction of a row-major (rows, len) matrix along its rows into out[rows]
+ * (contiguous): kind is enum lc_reduce_kind's value; in_dt the input's,
+ * out_dt the output's dtype; ddof for var/std. */
+struct lc_cu_reduce {
+  int kind;
+  int in_dt, out_dt;
+  int64_t rows, len;
+  const void *in;
+  void *out;
+  int ddof;
+};
+int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream);
+
+/* Strided gather into a contiguous output (a copy of any view). */
+int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim, const int *shape,
+                       const int64_t *strides, int64_t n, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,182 @@
+// Row reductions on the GPU: one block per row of a row-major (rows, len)
+// matrix; threads stride over the row, then a shared-memory tree combines.
+// Accumulation is in float for 16- and 32-bit floats, double for float64,
+// 64-bit integers for integers; NaN wins max and min (as on the CPU).
+// Also the strided copy that brings reduced axes last.
+#include <cuda_runtime.h>
+#include <math.h>
+
+#include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/kernels.h"
+#include "ops/reduce_kern.h"
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <class A> struct Combine {
+  int kind;
+  __device__ A init() const {
+    switch (kind) {
+      case LC_RED_PROD: case LC_RED_AND: return (A)1;
+      case LC_RED_MAX:
+        if constexpr (std::is_floating_point<A>::value) return (A)-INFINITY;
+        else if constexpr ((A)(-1) < (A)0) return (A)(1ull << 63);
+        else return (A)0;
+      case LC_RED_MIN:
+        if constexpr (std::is_floating_point<A>::value) return (A)INFINITY;
+        else if constexpr ((A)(-1) < (A)0) return (A)((1ull << 63) - 1);
+        else return (A)~0ull;
+      default: return (A)0;
+    }
+  }
+  __device__ A op(A a, A b) const {
+    switch (kind) {
+      case LC_RED_PROD: return a * b;
+      case LC_RED_MAX: return (a > b || a != a) ? a : b;
+      case LC_RED_MIN: return (a < b || a != a) ? a : b;
+      case LC_RED_AND: return (A)(a != 0 && b != 0);
+      case LC_RED_OR: return (A)(a != 0 || b != 0);
+      default: return a + b;
+    }
+  }
+};
+
+template <class A> __device__ A block_combine(A v, const Combine<A> &c, A *sh) {
+  sh[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if ((int)threadIdx.x < s) sh[threadIdx.x] = c.op(sh[threadIdx.x], sh[threadIdx.x + s]);
+    __syncthreads();
+  }
+  A r = sh[0];
+  __syncthreads();
+  return r;
+}
+
+template <class TI, class TO, class A>
+__global__ void reduce_rows(lc_cu_reduce a) {
+  __shared__ A sh[kThreads];
+  const TI *x = (const TI *)a.in + (int64_t)blockIdx.x * a.len;
+  TO *o = (TO *)a.out + blockIdx.x;
+  int kind = a.kind;
+  bool moments = kind == LC_RED_MEAN || kind == LC_RED_VAR || kind == LC_RED_STD;
+  Combine<A> c{moments ? LC_RED_SUM : kind};
+  if constexpr (std::is_floating_point<A>::value) {
+  if (kind == LC_RED_LSE) {
+    Combine<A> mx{LC_RED_MAX};
+    A m = mx.init();
+    for (int64_t i = threadIdx.x; i < a.len; i += kThreads) m = mx.op(m, (A)lc_ld(x[i]));
+    m = block_combine(m, mx, sh);
+    A s = 0;
+    if (isfinite((double)m))
+      for (int64_t i = threadIdx.x; i < a.len; i += kThreads) s += exp((A)lc_ld(x[i]) - m);
+    s = block_combine(s, c, sh);
+    if (threadIdx.x == 0) *o = lc_to<TO>::f(isfinite((double)m) ? m + log(s) : m);
+    return;
+  }
+  }
+  A v = c.init();
+  for (int64_t i = threadIdx.x; i < a.len; i += kThreads) v = c.op(v, (A)lc_ld(x[i]));
+  v = block_combine(v, c, sh);
+  if (!moments) {
+    if (threadIdx.x == 0) *o = lc_to<TO>::f(v);
+    return;
+  }
+  if constexpr (std::is_floating_point<A>::value) {
+  A mean = v / (A)a.len;
+  if (kind == LC_RED_MEAN) {
+    if (threadIdx.x == 0) *o = lc_to<TO>::f(mean);
+    return;
+  }
+  A q = 0;
+  for (int64_t i = threadIdx.x; i < a.len; i += kThreads) {
+    A d = (A)lc_ld(x[i]) - mean;
+    q += d * d;
+  }
+  q = block_combine(q, c, sh);
+  if (threadIdx.x == 0) {
+    A den = (A)(a.len - a.ddof);
+    A var = den > 0 ? q / den : (A)NAN;
+    *o = lc_to<TO>::f(kind == LC_RED_STD ? sqrt(var) : var);
+  }
+  }
+}
+
+template <class T> struct acc_of {
+  using type = typename std::conditional<
+      std::is_floating_point<typename lc_acc<T>::type>::value, typename lc_acc<T>::type,
+      typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type>::type;
+};
+template <> struct acc_of<bool> { using type = long long; };
+
+__global__ void copy_strided(char *out, const char *in, int isz, int ndim,
+                             lc_cu_ew shape_holder, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i, off = 0;
+    for (int d = ndim - 1; d >= 0; d--) {
+      int64_t q = r / shape_holder.shape[d];
+      off += (r - q * shape_holder.shape[d]) * shape_holder.strides[0][d];
+      r = q;
+    }
+    const char *s = in + off * isz;
+    char *t = out + i * isz;
+    switch (isz) {
+      case 1: *t = *s; break;
+      case 2: *(uint16_t *)t = *(const uint16_t *)s; break;
+      case 4: *(uint32_t *)t = *(const uint32_t *)s; break;
+      case 8: *(uint64_t *)t = *(const uint64_t *)s; break;
+      default: for (int b = 0; b < isz; b++) t[b] = s[b];
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream) {
+  if (a->rows == 0) return 0;
+  if (a->len == 0 || a->rows > 0x7fffffff) return LC_CU_UNSUPPORTED;
+  bool float_kind = a->kind == LC_RED_MEAN || a->kind == LC_RED_VAR || a->kind == LC_RED_STD ||
+                    a->kind == LC_RED_LSE;
+  int rc = LC_CU_UNSUPPORTED;
+  cudaStream_t s = (cudaStream_t)stream;
+  lc_dispatch_real(a->in_dt, [&](auto *pi) {
+    using TI = std::remove_pointer_t<decltype(pi)>;
+    lc_dispatch_real(a->out_dt, [&](auto *po) {
+      using TO = std::remove_pointer_t<decltype(po)>;
+      using A = typename acc_of<TI>::type;
+      if constexpr (std::is_floating_point<A>::value) {
+        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        rc = 0;
+      } else if (!float_kind) {
+        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        rc = 0;
+      } else {
+        reduce_rows<TI, TO, double><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        rc = 0;
+      }
+    });
+  });
+  if (rc) return rc;
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
+}
+
+extern "C" int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim,
+                                  const int *shape, const int64_t *strides, int64_t n,
+                                  void *stream) {
+  if (n == 0) return 0;
+  if (ndim > LC_CU_MAX_DIMS) return LC_CU_UNSUPPORTED;
+  lc_cu_ew h{};
+  for (int d = 0; d < ndim; d++) {
+    h.shape[d] = shape[d];
+    h.strides[0][d] = strides[d];
+  }
+  int64_t b = (n + 255) / 256;
+  unsigned blocks = (unsigned)(b < 132 * 32 ? b : 132 * 32);
+  copy_strided<<<blocks, 256, 0, (cudaStream_t)stream>>>((char *)out, (const char *)in, itemsize,
+                                                          ndim, h, n);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
+}

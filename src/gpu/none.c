@@ -1,0 +1,44 @@
+/* The GPU runtime of a lace built without CUDA: no devices. Nothing here
+ * is reached with a device copy present (none can be made). */
+#ifndef LACE_CUDA
+#include "core/error.h"
+#include "gpu/gpu.h"
+
+bool lc_gpu_built(void) { return false; }
+int lc_gpu_count(void) { return 0; }
+const char *lc_gpu_unavailable_reason(void) { return "lace was built without CUDA"; }
+
+void *lc_gpu_malloc(size_t nbytes, int dev) {
+  (void)nbytes;
+  (void)dev;
+  lc_error("no GPU: lace was built without CUDA");
+  return NULL;
+}
+void lc_gpu_free(void *p, size_t nbytes, int dev) {
+  (void)p;
+  (void)nbytes;
+  (void)dev;
+}
+size_t lc_gpu_active(void) { return 0; }
+size_t lc_gpu_peak(void) { return 0; }
+void lc_gpu_reset_peak(void) {}
+size_t lc_gpu_cached(void) { return 0; }
+void lc_gpu_clear_cache(void) {}
+int lc_gpu_upload(void *dst, const void *src, size_t nbytes, int dev) {
+  (void)dst, (void)src, (void)nbytes, (void)dev;
+  return lc_error("no GPU: lace was built without CUDA");
+}
+int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev) {
+  (void)dst, (void)src, (void)nbytes, (void)dev;
+  return lc_error("no GPU: lace was built without CUDA");
+}
+int lc_gpu_sync(int dev) {
+  (void)dev;
+  return 0;
+}
+int lc_gpu_sync_all(void) { return 0; }
+void *lc_gpu_stream(int dev) {
+  (void)dev;
+  return NULL;
+}
+#endif

@@ -1,0 +1,379 @@
+/* Every primitive with a CUDA kernel, on random inputs and layouts,
+ * against the CPU backend (tolerances per dtype); mixed CPU/GPU graphs;
+ * device memory back to its baseline. Skips without a GPU. */
+#include <math.h>
+
+#include "gpu_util.h"
+
+typedef int (*unary_fn)(mlx_array *, mlx_array, mlx_stream);
+typedef int (*binary_fn)(mlx_array *, mlx_array, mlx_array, mlx_stream);
+
+static const mlx_dtype float_types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64};
+
+/* Runs f on both streams over the same inputs and compares. */
+static void same_unary(const char *name, unary_fn f, mlx_array x, double rtol, double atol) {
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(f(&g, x, gpu_stream));
+  CHECK_OK(f(&c, x, test_stream()));
+  CHECK_SAME(g, c, rtol, atol, name);
+  mlx_array_free(g);
+  mlx_array_free(c);
+}
+static void same_binary(const char *name, binary_fn f, mlx_array x, mlx_array y, double rtol,
+                        double atol) {
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(f(&g, x, y, gpu_stream));
+  CHECK_OK(f(&c, x, y, test_stream()));
+  CHECK_SAME(g, c, rtol, atol, name);
+  mlx_array_free(g);
+  mlx_array_free(c);
+}
+
+static void test_unary(void) {
+  struct {
+    const char *name;
+    unary_fn f;
+    double lo, hi;
+  } ops[] = {
+      {"abs", mlx_abs, -3, 3},         {"negative", mlx_negative, -3, 3},
+      {"sign", mlx_sign, -3, 3},       {"square", mlx_square, -3, 3},
+      {"sqrt", mlx_sqrt, 0.01, 4},     {"rsqrt", mlx_rsqrt, 0.01, 4},
+      {"exp", mlx_exp, -5, 5},         {"expm1", mlx_expm1, -2, 2},
+      {"log", mlx_log, 0.01, 5},       {"log1p", mlx_log1p, -0.5, 5},
+      {"log2", mlx_log2, 0.01, 5},     {"log10", mlx_log10, 0.01, 5},
+      {"sin", mlx_sin, -4, 4},         {"cos", mlx_cos, -4, 4},
+      {"tan", mlx_tan, -1.2, 1.2},     {"arcsin", mlx_arcsin, -0.95, 0.95},
+      {"arccos", mlx_arccos, -0.95, 0.95}, {"arctan", mlx_arctan, -4, 4},
+      {"sinh", mlx_sinh, -3, 3},       {"cosh", mlx_cosh, -3, 3},
+      {"tanh", mlx_tanh, -4, 4},       {"arcsinh", mlx_arcsinh, -4, 4},
+      {"arccosh", mlx_arccosh, 1.05, 4}, {"arctanh", mlx_arctanh, -0.95, 0.95},
+      {"sigmoid", mlx_sigmoid, -6, 6}, {"erf", mlx_erf, -3, 3},
+      {"erfinv", mlx_erfinv, -0.95, 0.95}, {"floor", mlx_floor, -5, 5},
+      {"ceil", mlx_ceil, -5, 5},
+  };
+  int shape[] = {37, 129};
+  for (size_t t = 0; t < sizeof float_types / sizeof *float_types; t++)
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+      mlx_array x = gpu_rand(shape, 2, float_types[t], ops[i].lo, ops[i].hi);
+      double rtol = gpu_rtol(float_types[t]) * (float_types[t] == MLX_FLOAT32 ? 4 : 1);
+      if (float_types[t] == MLX_FLOAT64) rtol = 1e-12;
+      same_unary(ops[i].name, ops[i].f, x, rtol, rtol * 1e-2);
+      mlx_array_free(x);
+    }
+  /* integer unary ops */
+  mlx_dtype ints[] = {MLX_INT32, MLX_INT8, MLX_UINT16, MLX_INT64};
+  for (size_t t = 0; t < 4; t++) {
+    mlx_array x = gpu_rand(shape, 2, ints[t], -100, 100);
+    same_unary("abs int", mlx_abs, x, 0, 0);
+    same_unary("negative int", mlx_negative, x, 0, 0);
+    same_unary("square int", mlx_square, x, 0, 0);
+    same_unary("sign int", mlx_sign, x, 0, 0);
+    same_unary("bitwise_invert", mlx_bitwise_invert, x, 0, 0);
+    mlx_array_free(x);
+  }
+}
+
+static void test_binary(void) {
+  struct {
+    const char *name;
+    binary_fn f;
+    bool ints, floats;
+  } ops[] = {
+      {"add", mlx_add, true, true},          {"subtract", mlx_subtract, true, true},
+      {"multiply", mlx_multiply, true, true}, {"divide", mlx_divide, false, true},
+      {"maximum", mlx_maximum, true, true},  {"minimum", mlx_minimum, true, true},
+      {"power", mlx_power, true, true},      {"remainder", mlx_remainder, true, true},
+      {"floor_divide", mlx_floor_divide, true, true}, {"arctan2", mlx_arctan2, false, true},
+      {"logaddexp", mlx_logaddexp, false, true}, {"equal", mlx_equal, true, true},
+      {"not_equal", mlx_not_equal, true, true}, {"greater", mlx_greater, true, true},
+      {"greater_equal", mlx_greater_equal, true, true}, {"less", mlx_less, true, true},
+      {"less_equal", mlx_less_equal, true, true}, {"bitwise_and", mlx_bitwise_and, true, false},
+      {"bitwise_or", mlx_bitwise_or, true, false}, {"bitwise_xor", mlx_bitwise_xor, true, false},
+      {"left_shift", mlx_left_shift, true, false}, {"right_shift", mlx_right_shift, true, false},
+  };
+  mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
+                       MLX_INT32,   MLX_INT64,   MLX_UINT8,    MLX_INT8};
+  int shape[] = {5, 64, 33};
+  for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+    bool is_float = t < 4;
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+      if (is_float ? !ops[i].floats : !ops[i].ints) continue;
+      bool shift = strstr(ops[i].name, "shift") != NULL, pw = strcmp(ops[i].name, "power") == 0;
+      double lo = shift ? 0 : pw ? 0.2 : -20, hi = shift ? 9 : pw ? 3 : 20;
+      mlx_array x = gpu_rand(shape, 3, types[t], is_float || !pw ? -20 : 0, 20);
+      mlx_array y = gpu_rand(shape, 3, types[t], lo, hi); /* integer y has zeros: x % 0 etc. */
+      if (pw && is_float) {
+        mlx_array_free(x);
+        x = gpu_rand(shape, 3, types[t], 0.1, 3);
+      }
+      double rtol = is_float ? gpu_rtol(types[t]) * 4 : 0;
+      same_binary(ops[i].name, ops[i].f, x, y, rtol, rtol);
+      /* broadcast and strided: y's transpose-of-transpose view, x as a row */
+      int ax[] = {0, 2, 1};
+      mlx_array yt = mlx_array_new(), ytt = mlx_array_new(), row = mlx_array_new();
+      CHECK_OK(mlx_transpose_axes(&yt, y, ax, 3, test_stream()));
+      mlx_array_eval(yt);
+      CHECK_OK(mlx_contiguous(&ytt, yt, false, test_stream()));
+      mlx_array_eval(ytt);
+      mlx_array_free(yt);
+      yt = mlx_array_new();
+      CHECK_OK(mlx_transpose_axes(&yt, ytt, ax, 3, test_stream())); /* y's values, strided */
+      int start[] = {2, 0, 0}, stop[] = {3, 64, 33}, str[] = {1, 1, 1};
+      CHECK_OK(mlx_slice(&row, x, start, 3, stop, 3, str, 3, test_stream()));
+      same_binary(ops[i].name, ops[i].f, row, yt, rtol, rtol);
+      mlx_array_free(yt);
+      mlx_array_free(ytt);
+      mlx_array_free(row);
+      mlx_array_free(x);
+      mlx_array_free(y);
+    }
+  }
+  /* logical ops on bool */
+  mlx_array x = gpu_rand(shape, 3, MLX_BOOL, 0, 1), y = gpu_rand(shape, 3, MLX_BOOL, -1, 1);
+  same_binary("logical_and", mlx_logical_and, x, y, 0, 0);
+  same_binary("logical_or", mlx_logical_or, x, y, 0, 0);
+  same_unary("logical_not", mlx_logical_not, x, 0, 0);
+  mlx_array c = mlx_array_new(), g = mlx_array_new(), a = gpu_rand(shape, 3, MLX_FLOAT32, -1, 1),
+            b = gpu_rand(shape, 3, MLX_FLOAT32, -1, 1);
+  CHECK_OK(mlx_where(&g, x, a, b, gpu_stream));
+  CHECK_OK(mlx_where(&c, x, a, b, test_stream()));
+  CHECK_SAME(g, c, 0, 0, "where");
+  mlx_array_free(g);
+  mlx_array_free(c);
+  mlx_array_free(a);
+  mlx_array_free(b);
+  mlx_array_free(x);
+  mlx_array_free(y);
+}
+
+static void test_astype(void) {
+  mlx_dtype all[] = {MLX_BOOL,  MLX_UINT8,   MLX_UINT16,  MLX_UINT32, MLX_UINT64,
+                     MLX_INT8,  MLX_INT16,   MLX_INT32,   MLX_INT64,  MLX_FLOAT16,
+                     MLX_FLOAT32, MLX_FLOAT64, MLX_BFLOAT16};
+  int shape[] = {300};
+  /* out-of-range values, NaN and infinities included */
+  mlx_array base = gpu_rand(shape, 1, MLX_FLOAT32, -70000, 70000);
+  float special[] = {NAN, INFINITY, -INFINITY, 3e9f, -3e9f, 1e20f, -0.5f, 255.5f};
+  int sshape[] = {8};
+  mlx_array sp = mlx_array_new_data(special, sshape, 1, MLX_FLOAT32), x = mlx_array_new();
+  mlx_vector_array v = mlx_vector_array_new();
+  mlx_vector_array_append_value(v, base);
+  mlx_vector_array_append_value(v, sp);
+  CHECK_OK(mlx_concatenate_axis(&x, v, 0, test_stream()));
+  mlx_array_eval(x);
+  for (size_t i = 0; i < 13; i++) {
+    mlx_array xi = mlx_array_new();
+    CHECK_OK(mlx_astype(&xi, x, all[i], test_stream()));
+    mlx_array_eval(xi);
+    for (size_t o = 0; o < 13; o++) {
+      mlx_array g = mlx_array_new(), c = mlx_array_new();
+      CHECK_OK(mlx_astype(&g, xi, all[o], gpu_stream));
+      CHECK_OK(mlx_astype(&c, xi, all[o], test_stream()));
+      char what[64];
+      snprintf(what, sizeof what, "astype %d -> %d", (int)all[i], (int)all[o]);
+      CHECK_SAME(g, c, 0, 0, what);
+      mlx_array_free(g);
+      mlx_array_free(c);
+    }
+    mlx_array_free(xi);
+  }
+  mlx_vector_array_free(v);
+  mlx_array_free(sp);
+  mlx_array_free(base);
+  mlx_array_free(x);
+}
+
+typedef int (*reduce_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
+
+static void test_reduce(void) {
+  struct {
+    const char *name;
+    reduce_fn f;
+  } ops[] = {{"sum", mlx_sum_axes},   {"mean", mlx_mean_axes}, {"max", mlx_max_axes},
+             {"min", mlx_min_axes},   {"prod", mlx_prod_axes}, {"logsumexp", mlx_logsumexp_axes},
+             {"all", mlx_all_axes},   {"any", mlx_any_axes}};
+  int shape[] = {6, 50, 70};
+  int axes_sets[][3] = {{2}, {1}, {0}, {0, 2}, {1, 2}, {0, 1, 2}};
+  size_t naxes[] = {1, 1, 1, 2, 2, 3};
+  mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_INT32};
+  for (size_t t = 0; t < 4; t++) {
+    bool prod_safe = true;
+    mlx_array x = gpu_rand(shape, 3, types[t], t == 3 ? -5 : 0.5, t == 3 ? 5 : 1.5);
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+      for (size_t s = 0; s < 6; s++)
+        for (int keep = 0; keep < 2; keep++) {
+          if (!strcmp(ops[i].name, "prod") && (t == 3 || naxes[s] > 1 || !prod_safe)) continue;
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          CHECK_OK(ops[i].f(&g, x, axes_sets[s], naxes[s], keep, gpu_stream));
+          CHECK_OK(ops[i].f(&c, x, axes_sets[s], naxes[s], keep, test_stream()));
+          /* summation order differs: tolerance grows with the row length */
+          double rtol = types[t] == MLX_INT32 ? 0 : types[t] == MLX_FLOAT32 ? 2e-5 : 2e-2;
+          CHECK_SAME(g, c, rtol, rtol, ops[i].name);
+          mlx_array_free(g);
+          mlx_array_free(c);
+        }
+    /* var and std over a non-trailing axis, ddof 1 */
+    for (int k = 0; k < 2; k++) {
+      mlx_array g = mlx_array_new(), c = mlx_array_new();
+      int ax = k ? 1 : 2;
+      if (k) {
+        CHECK_OK(mlx_var_axes(&g, x, &ax, 1, false, 1, gpu_stream));
+        CHECK_OK(mlx_var_axes(&c, x, &ax, 1, false, 1, test_stream()));
+      } else {
+        CHECK_OK(mlx_std_axes(&g, x, &ax, 1, true, 0, gpu_stream));
+        CHECK_OK(mlx_std_axes(&c, x, &ax, 1, true, 0, test_stream()));
+      }
+      double rtol = types[t] == MLX_FLOAT32 || types[t] == MLX_INT32 ? 1e-4 : 3e-2;
+      CHECK_SAME(g, c, rtol, rtol, k ? "var" : "std");
+      mlx_array_free(g);
+      mlx_array_free(c);
+    }
+    mlx_array_free(x);
+  }
+}
+
+static void matmul_case(int M, int K, int N, mlx_dtype t, bool ta, bool tb, int batch) {
+  int sa[] = {batch, ta ? K : M, ta ? M : K}, sb[] = {1, tb ? N : K, tb ? K : N};
+  mlx_array a = gpu_rand(batch ? sa : sa + 1, batch ? 3 : 2, t, -1, 1);
+  mlx_array b = gpu_rand(batch ? sb : sb + 1, batch ? 3 : 2, t, -1, 1);
+  mlx_array at = mlx_array_new(), bt = mlx_array_new(), g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(ta ? mlx_swapaxes(&at, a, -1, -2, test_stream()) : mlx_array_set(&at, a));
+  CHECK_OK(tb ? mlx_swapaxes(&bt, b, -1, -2, test_stream()) : mlx_array_set(&bt, b));
+  CHECK_OK(mlx_matmul(&g, at, bt, gpu_stream));
+  CHECK_OK(mlx_matmul(&c, at, bt, test_stream()));
+  double tol = t == MLX_FLOAT64 ? 1e-12 : t == MLX_FLOAT32 ? 1e-5 * sqrt(K) : 2e-2;
+  char what[96];
+  snprintf(what, sizeof what, "matmul %dx%dx%d dtype %d ta %d tb %d batch %d", M, K, N, (int)t,
+           ta, tb, batch);
+  CHECK_SAME(g, c, tol, tol, what);
+  mlx_array_free(g);
+  mlx_array_free(c);
+  if (!batch && t == MLX_FLOAT32) { /* addmm: out = 0.5 a b + 2 c */
+    int so[] = {M, N};
+    mlx_array cc = gpu_rand(so, 2, t, -1, 1);
+    g = mlx_array_new();
+    c = mlx_array_new();
+    CHECK_OK(mlx_addmm(&g, cc, at, bt, 0.5f, 2.0f, gpu_stream));
+    CHECK_OK(mlx_addmm(&c, cc, at, bt, 0.5f, 2.0f, test_stream()));
+    CHECK_SAME(g, c, tol, tol, "addmm");
+    mlx_array_free(g);
+    mlx_array_free(c);
+    mlx_array_free(cc);
+  }
+  mlx_array_free(at);
+  mlx_array_free(bt);
+  mlx_array_free(a);
+  mlx_array_free(b);
+}
+
+static void test_matmul(void) {
+  for (size_t t = 0; t < 4; t++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        matmul_case(33, 70, 45, float_types[t], ta, tb, 0);
+        matmul_case(8, 64, 16, float_types[t], ta, tb, 3); /* b broadcast over the batch */
+      }
+  matmul_case(1, 256, 300, MLX_FLOAT32, false, true, 0); /* vector x matrix (decode) */
+  matmul_case(300, 256, 1, MLX_FLOAT32, false, false, 0);
+}
+
+/* GPU results feed CPU ops and back; host reads see the GPU's values. */
+static void test_mixed(void) {
+  int shape[] = {1000};
+  mlx_array x = gpu_rand(shape, 1, MLX_FLOAT32, -1, 1);
+  mlx_array g = mlx_array_new(), h = mlx_array_new(), k = mlx_array_new(), ref = mlx_array_new();
+  CHECK_OK(mlx_exp(&g, x, gpu_stream));              /* GPU */
+  CHECK_OK(mlx_cumsum(&h, g, 0, false, true, test_stream())); /* CPU reads the GPU's result */
+  CHECK_OK(mlx_multiply(&k, h, g, gpu_stream));      /* GPU reads the CPU's result */
+  mlx_array e = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_exp(&e, x, test_stream()));
+  CHECK_OK(mlx_cumsum(&c, e, 0, false, true, test_stream()));
+  CHECK_OK(mlx_multiply(&ref, c, e, test_stream()));
+  CHECK_SAME(k, ref, 1e-5, 1e-6, "mixed graph");
+  /* item and data of a GPU array */
+  mlx_array s = mlx_array_new();
+  CHECK_OK(mlx_sum(&s, k, false, gpu_stream));
+  CHECK_OK(mlx_array_eval(s));
+  float v = 0;
+  CHECK_OK(mlx_array_item_float32(&v, s));
+  const float *kd = mlx_array_data_float32(k);
+  double total = 0;
+  for (int i = 0; kd && i < 1000; i++) total += kd[i];
+  CHECK(kd != NULL && fabs(total - v) <= 1e-4 * fabs(total));
+  mlx_array_free(s);
+  mlx_array_free(e);
+  mlx_array_free(c);
+  mlx_array_free(x);
+  mlx_array_free(g);
+  mlx_array_free(h);
+  mlx_array_free(k);
+  mlx_array_free(ref);
+}
+
+static int gelu_fn(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), t = mlx_array_new(), u = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0);
+  mlx_array half = mlx_array_new_float(0.5f), one = mlx_array_new_float(1.0f),
+            r2 = mlx_array_new_float(0.70710678f);
+  mlx_stream s = mlx_stream_new();
+  int rc = mlx_multiply(&t, x, r2, s) || mlx_erf(&u, t, s) || mlx_add(&t, u, one, s) ||
+           mlx_multiply(&u, t, x, s) || mlx_multiply(&t, u, half, s) ||
+           mlx_vector_array_set_value(res, t);
+  mlx_array_free(x);
+  mlx_array_free(t);
+  mlx_array_free(u);
+  mlx_array_free(half);
+  mlx_array_free(one);
+  mlx_array_free(r2);
+  return rc;
+}
+
+/* A compiled function with the GPU as default device gives the CPU's
+ * values. */
+static void test_compile_on_gpu(void) {
+  int shape[] = {4096};
+  mlx_array x = gpu_rand(shape, 1, MLX_FLOAT32, -3, 3);
+  mlx_closure f = mlx_closure_new_func(gelu_fn), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_vector_array in = mlx_vector_array_new_value(x), og = mlx_vector_array_new(),
+                   oc = mlx_vector_array_new();
+  CHECK_OK(mlx_closure_apply(&oc, cf, in)); /* CPU default */
+  mlx_device gpu = mlx_device_new_type(MLX_GPU, 0), cpu = mlx_device_new_type(MLX_CPU, 0);
+  CHECK_OK(mlx_set_default_device(gpu));
+  CHECK_OK(mlx_closure_apply(&og, cf, in));
+  CHECK_OK(mlx_closure_apply(&og, cf, in)); /* cached */
+  CHECK_OK(mlx_set_default_device(cpu));
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  mlx_vector_array_get(&g, og, 0);
+  mlx_vector_array_get(&c, oc, 0);
+  CHECK_SAME(g, c, 1e-5, 1e-6, "compiled gelu on the GPU");
+  mlx_array_free(g);
+  mlx_array_free(c);
+  mlx_device_free(gpu);
+  mlx_device_free(cpu);
+  mlx_vector_array_free(in);
+  mlx_vector_array_free(og);
+  mlx_vector_array_free(oc);
+  mlx_closure_free(f);
+  mlx_closure_free(cf);
+  mlx_array_free(x);
+}
+
+int main(void) {
+  if (!gpu_test_init()) return TEST_SKIP;
+  test_seed(20261203);
+  size_t base = 0;
+  mlx_get_active_memory(&base);
+  test_unary();
+  test_binary();
+  test_astype();
+  test_reduce();
+  test_matmul();
+  test_mixed();
+  test_compile_on_gpu();
+  mlx_stream_free(gpu_stream);
+  size_t after = 0;
+  mlx_get_active_memory(&after);
+  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
+  return test_done();
+}
