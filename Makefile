@@ -72,7 +72,7 @@ FUZZ_SECONDS ?= 60
 FUZZERS ?= npy safetensors gguf json api
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLACE_FUZZ=ON \
-	  -DLACE_SANITIZE=fuzzer-no-link,address,undefined -DLACE_BUILD_TESTS=OFF \
+	  -DLACE_SANITIZE=fuzzer-no-link,address,undefined -DLACE_BUILD_TESTS=OFF -DLACE_CUDA=OFF \
 	  -DLACE_BUILD_BENCH=OFF -DLACE_BUILD_EXAMPLES=OFF $(CMAKE_FLAGS)
 	cmake --build build-fuzz-clang -j $(JOBS)
 	@set -e; for h in $(FUZZERS); do mkdir -p build-fuzz-clang/corpus/$$h; \

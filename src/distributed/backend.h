@@ -2,9 +2,12 @@
  *
  * A backend is a table of functions over its own communicator handle
  * (`void *comm`); lace's primitives only ever call through the table, so a
- * second backend (NCCL for GPU arrays) is one more table. Buffers passed to
- * the table are host memory, row-major contiguous, `n` elements of dtype
- * `dt`; every function returns 0, or 1 after reporting through lc_error.
+ * second backend (NCCL for GPU arrays, nccl.c) is one more table. Buffers
+ * passed to the table are row-major contiguous, `n` elements of dtype `dt`,
+ * in host memory, or (for a backend with `device`) in the memory of the
+ * communicator's GPU: then the call is queued on that GPU's stream and
+ * returns without waiting. Every function returns 0, or 1 after reporting
+ * through lc_error.
  *
  * A group is refcounted (atomic) and immutable once built: rank and size are
  * read when it is created, so any thread may read it. The singleton group
@@ -32,6 +35,9 @@ struct lc_dist_backend {
   int (*init)(bool strict, void **comm);
   int (*rank)(void *comm, int *rank);
   int (*size)(void *comm, int *size);
+  /* Optional: the GPU whose memory the functions also take (NULL: host
+   * memory only). */
+  int (*device)(void *comm);
   /* MPI_Comm_split semantics: ranks with the same color form a group,
    * ordered by key. */
   int (*split)(void *comm, int color, int key, void **out);
@@ -50,6 +56,10 @@ struct lc_dist_backend {
 
 /* OpenMPI loaded at run time (mpi.c). */
 extern const struct lc_dist_backend lc_dist_mpi;
+#ifdef LACE_CUDA
+/* NCCL loaded at run time (nccl.c; CUDA builds only). */
+extern const struct lc_dist_backend lc_dist_nccl;
+#endif
 
 struct lc_dist_group {
   atomic_int refs;

@@ -16,6 +16,14 @@
 #include "core/node.h"
 #include "distributed/backend.h"
 
+/* The params of every collective node: the group is one counted
+ * reference (the primitives' params_ref). */
+struct lc_dist_params {
+  struct lc_dist_group *g;
+  int32_t op;   /* enum lc_dist_reduce (all_reduce) */
+  int32_t peer; /* dst (send), src (recv); 0 otherwise */
+};
+
 struct lc_node *lc_dist_all_reduce(struct lc_node *x, struct lc_dist_group *g,
                                    enum lc_dist_reduce op);
 /* Rank-ordered concatenation along axis 0 (a 0-d x gives shape [size]). */
@@ -26,5 +34,19 @@ struct lc_node *lc_dist_sum_scatter(struct lc_node *x, struct lc_dist_group *g);
 struct lc_node *lc_dist_send(struct lc_node *x, int dst, struct lc_dist_group *g);
 struct lc_node *lc_dist_recv(int ndim, const int *shape, mlx_dtype dt, int src,
                              struct lc_dist_group *g);
+
+/* Every rank of g holds n elements of dtype dt (one small all-reduce);
+ * else reports the disagreement, on every rank, and returns 1. */
+int lc_dist_ranks_agree(const char *fn, struct lc_dist_group *g, int64_t n, mlx_dtype dt);
+
+#ifdef LACE_CUDA
+/* eval_cuda of the collectives (prims_cuda.c): on a group whose backend
+ * takes this GPU's memory (NCCL), else LC_EVAL_ON_CPU. */
+int lc_dist_all_reduce_cuda(struct lc_node *n);
+int lc_dist_all_gather_cuda(struct lc_node *n);
+int lc_dist_sum_scatter_cuda(struct lc_node *n);
+int lc_dist_send_cuda(struct lc_node *n);
+int lc_dist_recv_cuda(struct lc_node *n);
+#endif
 
 #endif

@@ -41,11 +41,18 @@ void lc_dist_group_release(struct lc_dist_group *g) {
   free(g);
 }
 
-/* MLX's backend names; those lace does not implement have no table. */
+#ifdef LACE_CUDA
+#define NCCL_TABLE (&lc_dist_nccl)
+#else
+#define NCCL_TABLE NULL
+#endif
+
+/* MLX's backend names, in the order "any" tries them (as MLX: the GPU one
+ * first); those lace does not implement have no table. */
 static const struct {
   const char *name;
   const struct lc_dist_backend *be;
-} backends[] = {{"mpi", &lc_dist_mpi}, {"ring", NULL}, {"nccl", NULL}, {"jaccl", NULL}};
+} backends[] = {{"nccl", NCCL_TABLE}, {"mpi", &lc_dist_mpi}, {"ring", NULL}, {"jaccl", NULL}};
 #define NBACKENDS (int)(sizeof backends / sizeof backends[0])
 
 static int backend_index(const char *name) {
@@ -89,8 +96,8 @@ static struct lc_dist_group *init_backend(int i, bool strict) {
   return g;
 }
 
-/* "any": the first backend that initialises (the GPU one first, once it
- * exists, then MPI). Caller holds worlds_lock. */
+/* "any": the first backend that initialises (NCCL where there is a GPU,
+ * then MPI). Caller holds worlds_lock. */
 static struct lc_dist_group *init_any(bool strict) {
   if (worlds[NBACKENDS]) return lc_dist_group_retain(worlds[NBACKENDS]);
   for (int i = 0; i < NBACKENDS; i++) {

@@ -1,6 +1,7 @@
-/* Collective primitives (distributed.h). Params: struct dist_params, whose
+/* Collective primitives (distributed.h). Params: struct lc_dist_params, whose
  * group pointer is one counted reference (params_ref); the rest is plain
- * data. Each eval hands row-major host buffers to the group's backend. */
+ * data. Each eval_cpu hands row-major host buffers to the group's backend
+ * (eval_cuda, prims_cuda.c: device buffers). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,23 +11,17 @@
 #include "ops/shape.h"
 #include "transforms/transforms.h"
 
-struct dist_params {
-  struct lc_dist_group *g;
-  int32_t op;   /* enum lc_dist_reduce (all_reduce) */
-  int32_t peer; /* dst (send), src (recv); 0 otherwise */
-};
-
 static const char *const reduce_names[] = {"all_sum", "all_max", "all_min"};
 
 static struct lc_node *build(int op, mlx_dtype dt, int ndim, const int *shape, int nin,
                              struct lc_node *const *in, struct lc_dist_group *g, int kind,
                              int peer) {
-  struct dist_params p = {.g = g, .op = kind, .peer = peer};
+  struct lc_dist_params p = {.g = g, .op = kind, .peer = peer};
   return lc_node_new_op(op, dt, ndim, shape, nin, in, &p, sizeof p);
 }
 
 static struct lc_dist_group *group_of(const struct lc_node *n) {
-  return ((const struct dist_params *)n->params)->g;
+  return ((const struct lc_dist_params *)n->params)->g;
 }
 
 /* ---- builders ---- */
@@ -92,9 +87,9 @@ struct lc_node *lc_dist_recv(int ndim, const int *shape, mlx_dtype dt, int src,
 
 /* ---- evaluation ---- */
 
-/* Every rank of g holds n elements of dtype dt: checked with one all-reduce
- * (max) of {n, -n, dt, -dt}, which every rank sees disagree if any does. */
-static int ranks_agree(const char *fn, struct lc_dist_group *g, int64_t n, mlx_dtype dt) {
+/* {n, -n, dt, -dt} all-reduced with max: every rank sees a disagreement
+ * if any rank has one. */
+int lc_dist_ranks_agree(const char *fn, struct lc_dist_group *g, int64_t n, mlx_dtype dt) {
   int64_t v[4] = {n, -n, (int64_t)dt, -(int64_t)dt};
   if (g->be->all_reduce(g->comm, v, v, 4, MLX_INT64, LC_DIST_MAX)) return 1;
   if (v[0] == n && v[1] == -n && v[2] == dt && v[3] == -(int64_t)dt) return 0;
@@ -120,9 +115,10 @@ static int row_major(struct lc_node *x, const void **data, void **tmp) {
 }
 
 static int all_reduce_eval(struct lc_node *n) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   struct lc_node *x = n->in[0];
-  if (ranks_agree(reduce_names[p->op], p->g, x->size, x->dtype) || lc_prim_donate_or_alloc(n))
+  if (lc_dist_ranks_agree(reduce_names[p->op], p->g, x->size, x->dtype) ||
+      lc_prim_donate_or_alloc(n))
     return 1;
   void *out = lc_node_data(n);
   const void *in = out;
@@ -136,11 +132,11 @@ static int all_reduce_eval(struct lc_node *n) {
 }
 
 static int all_gather_eval(struct lc_node *n) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   struct lc_node *x = n->in[0];
   const void *in = NULL;
   void *tmp = NULL;
-  if (ranks_agree("all_gather", p->g, x->size, x->dtype) || lc_node_alloc_data(n) ||
+  if (lc_dist_ranks_agree("all_gather", p->g, x->size, x->dtype) || lc_node_alloc_data(n) ||
       row_major(x, &in, &tmp)) {
     return 1;
   }
@@ -150,11 +146,11 @@ static int all_gather_eval(struct lc_node *n) {
 }
 
 static int sum_scatter_eval(struct lc_node *n) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   struct lc_node *x = n->in[0];
   const void *in = NULL;
   void *tmp = NULL;
-  if (ranks_agree("sum_scatter", p->g, x->size, x->dtype) || lc_node_alloc_data(n) ||
+  if (lc_dist_ranks_agree("sum_scatter", p->g, x->size, x->dtype) || lc_node_alloc_data(n) ||
       row_major(x, &in, &tmp))
     return 1;
   int rc = p->g->be->sum_scatter(p->g->comm, in, lc_node_data(n), n->size, n->dtype);
@@ -163,7 +159,7 @@ static int sum_scatter_eval(struct lc_node *n) {
 }
 
 static int send_eval(struct lc_node *n) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   struct lc_node *x = n->in[0];
   const void *in = NULL;
   void *tmp = NULL;
@@ -175,7 +171,7 @@ static int send_eval(struct lc_node *n) {
 }
 
 static int recv_eval(struct lc_node *n) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   if (lc_node_alloc_data(n)) return 1;
   return p->g->be->recv(p->g->comm, lc_node_data(n), n->size, n->dtype, p->peer);
 }
@@ -191,14 +187,14 @@ static int identity_vjp(struct lc_node *n, struct lc_node *const *cot, const int
 }
 
 static int all_reduce_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   out[0] = lc_dist_all_reduce(tan[0], p->g, p->op);
   return !out[0];
 }
 
 static int all_reduce_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                            struct lc_node **out, int *out_ax) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   *out_ax = ax[0];
   out[0] = lc_dist_all_reduce(in[0], p->g, p->op);
   return !out[0];
@@ -263,7 +259,7 @@ static int sum_scatter_vmap(struct lc_node *n, struct lc_node *const *in, const 
 
 static int send_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   *out_ax = ax[0];
   out[0] = lc_dist_send(in[0], p->peer, p->g);
   return !out[0];
@@ -273,7 +269,7 @@ static int send_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 static int gather_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
                         int *shape) {
-  const struct dist_params *p = params;
+  const struct lc_dist_params *p = params;
   (void)nin;
   if (ndim != (in[0]->ndim ? in[0]->ndim : 1)) return 1;
   shape[0] = p->g->size;
@@ -284,7 +280,7 @@ static int gather_shape(const void *params, int nin, struct lc_node *const *in, 
 
 static int scatter_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
                          int *shape) {
-  const struct dist_params *p = params;
+  const struct lc_dist_params *p = params;
   (void)nin;
   if (ndim != in[0]->ndim || ndim == 0 || in[0]->shape[0] % p->g->size) return 1;
   for (int d = 0; d < ndim; d++) shape[d] = in[0]->shape[d];
@@ -293,7 +289,7 @@ static int scatter_shape(const void *params, int nin, struct lc_node *const *in,
 }
 
 static void dist_params_ref(const void *params, int delta) {
-  struct lc_dist_group *g = ((const struct dist_params *)params)->g;
+  struct lc_dist_group *g = ((const struct lc_dist_params *)params)->g;
   if (delta > 0)
     lc_dist_group_retain(g);
   else
@@ -301,7 +297,7 @@ static void dist_params_ref(const void *params, int delta) {
 }
 
 static int dist_describe(const struct lc_node *n, char *buf, size_t len) {
-  const struct dist_params *p = n->params;
+  const struct lc_dist_params *p = n->params;
   const char *what = n->op == LC_OP_DIST_ALL_REDUCE ? reduce_names[p->op] : "";
   if (n->op == LC_OP_DIST_SEND || n->op == LC_OP_DIST_RECV)
     return snprintf(buf, len, "%s %d, group of %d", n->op == LC_OP_DIST_SEND ? "to" : "from",
@@ -311,6 +307,7 @@ static int dist_describe(const struct lc_node *n, char *buf, size_t len) {
 
 const struct lc_prim lc_prim_dist_all_reduce = {.name = "all_reduce",
                                                 .eval_cpu = all_reduce_eval,
+                                                .eval_cuda = LC_CUDA(lc_dist_all_reduce_cuda),
                                                 .vjp = identity_vjp,
                                                 .jvp = all_reduce_jvp,
                                                 .vmap = all_reduce_vmap,
@@ -319,6 +316,7 @@ const struct lc_prim lc_prim_dist_all_reduce = {.name = "all_reduce",
                                                 .output_shape = lc_prim_shape_of_input0};
 const struct lc_prim lc_prim_dist_all_gather = {.name = "all_gather",
                                                 .eval_cpu = all_gather_eval,
+                                                .eval_cuda = LC_CUDA(lc_dist_all_gather_cuda),
                                                 .vjp = all_gather_vjp,
                                                 .jvp = all_gather_jvp,
                                                 .vmap = all_gather_vmap,
@@ -327,6 +325,7 @@ const struct lc_prim lc_prim_dist_all_gather = {.name = "all_gather",
                                                 .output_shape = gather_shape};
 const struct lc_prim lc_prim_dist_sum_scatter = {.name = "sum_scatter",
                                                  .eval_cpu = sum_scatter_eval,
+                                                 .eval_cuda = LC_CUDA(lc_dist_sum_scatter_cuda),
                                                  .vjp = sum_scatter_vjp,
                                                  .jvp = sum_scatter_jvp,
                                                  .vmap = sum_scatter_vmap,
@@ -337,6 +336,7 @@ const struct lc_prim lc_prim_dist_sum_scatter = {.name = "sum_scatter",
 const struct lc_prim lc_prim_dist_send = {.name = "send",
                                           .flags = LC_PF_NOCSE,
                                           .eval_cpu = send_eval,
+                                          .eval_cuda = LC_CUDA(lc_dist_send_cuda),
                                           .vmap = send_vmap,
                                           .params_ref = dist_params_ref,
                                           .describe = dist_describe,
@@ -344,5 +344,6 @@ const struct lc_prim lc_prim_dist_send = {.name = "send",
 const struct lc_prim lc_prim_dist_recv = {.name = "recv",
                                           .flags = LC_PF_NOCSE,
                                           .eval_cpu = recv_eval,
+                                          .eval_cuda = LC_CUDA(lc_dist_recv_cuda),
                                           .params_ref = dist_params_ref,
                                           .describe = dist_describe};

@@ -107,6 +107,7 @@ struct lc_prim {
 /* The CUDA evaluators (gpu/cuda/eval_*.c). */
 int lc_cuda_eval_elementwise(struct lc_node *n);
 int lc_cuda_eval_reduce(struct lc_node *n);
+int lc_cuda_eval_softmax(struct lc_node *n);
 int lc_cuda_eval_matmul(struct lc_node *n);
 #else
 #define LC_CUDA(fn) NULL

@@ -389,6 +389,7 @@ static int softmax_vmap(struct lc_node *n, struct lc_node *const *in, const int 
 
 const struct lc_prim lc_prim_softmax = {.name = "softmax",
                                         .eval_cpu = softmax_eval,
+                                        .eval_cuda = LC_CUDA(lc_cuda_eval_softmax),
                                         .vjp = softmax_vjp,
                                         .jvp = softmax_jvp,
                                         .vmap = softmax_vmap,

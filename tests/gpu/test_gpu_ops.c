@@ -232,6 +232,26 @@ static void test_reduce(void) {
   }
 }
 
+typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
+
+static void test_softmax(void) {
+  int shape[] = {7, 33, 1000};
+  for (size_t t = 0; t < 4; t++) {
+    mlx_array x = gpu_rand(shape, 3, float_types[t], -8, 8);
+    int axes[][1] = {{2}, {1}};
+    for (int a = 0; a < 2; a++) { /* the last axis on the GPU, another through the CPU */
+      mlx_array g = mlx_array_new(), c = mlx_array_new();
+      CHECK_OK(mlx_softmax_axes(&g, x, axes[a], 1, false, gpu_stream));
+      CHECK_OK(mlx_softmax_axes(&c, x, axes[a], 1, false, test_stream()));
+      double rtol = float_types[t] == MLX_FLOAT64 ? 1e-12 : gpu_rtol(float_types[t]) * 8;
+      CHECK_SAME(g, c, rtol, 1e-7, "softmax");
+      mlx_array_free(g);
+      mlx_array_free(c);
+    }
+    mlx_array_free(x);
+  }
+}
+
 static void matmul_case(int M, int K, int N, mlx_dtype t, bool ta, bool tb, int batch) {
   int sa[] = {batch, ta ? K : M, ta ? M : K}, sb[] = {1, tb ? N : K, tb ? K : N};
   mlx_array a = gpu_rand(batch ? sa : sa + 1, batch ? 3 : 2, t, -1, 1);
@@ -368,6 +388,7 @@ int main(void) {
   test_binary();
   test_astype();
   test_reduce();
+  test_softmax();
   test_matmul();
   test_mixed();
   test_compile_on_gpu();

@@ -27,18 +27,7 @@ LC_INT_T(uint8_t) LC_INT_T(uint16_t) LC_INT_T(uint32_t) LC_INT_T(unsigned long l
 LC_INT_T(int8_t) LC_INT_T(int16_t) LC_INT_T(int32_t) LC_INT_T(long long)
 #undef LC_INT_T
 
-// Saturating double -> integer T, bounds as exact doubles.
-template <class T> __device__ __forceinline__ T lc_sat(double x) {
-  constexpr bool is_signed = (T)(-1) < (T)0;
-  constexpr int bits = 8 * sizeof(T);
-  const double top = is_signed ? (double)(1ull << (bits - 1))
-                               : (bits == 64 ? 18446744073709551616.0 : (double)(1ull << (bits % 64)));
-  const double lo = is_signed ? -top : 0.0;
-  if (x != x) return (T)0;
-  if (x <= lo) return is_signed ? (T)(1ull << (bits - 1)) : (T)0;
-  if (x >= top) return is_signed ? (T)((1ull << (bits - 1)) - 1) : (T)~0ull;
-  return (T)x;
-}
+#include "gpu/cuda/sat.cuh"
 
 // Conversion from any arithmetic value to storage type TO.
 template <class TO> struct lc_to {

@@ -71,4 +71,24 @@ int lc_cuda_eval_reduce(struct lc_node *n) {
   }
   return rc;
 }
+/* eval_cuda of SOFTMAX over the last axis of a contiguous input (params:
+ * {precise, naxes, axes...}); other cases run on the CPU for now. */
+int lc_cuda_eval_softmax(struct lc_node *n) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0];
+  if (x->ndim == 0 || p[1] != 1 || p[2] != x->ndim - 1 || !lc_node_is_contiguous(x) ||
+      x->dtype != n->dtype)
+    return LC_EVAL_ON_CPU;
+  if (lc_cuda_alloc_output(n)) return 1;
+  int64_t len = x->shape[x->ndim - 1];
+  int rc = lc_cuda_result(lc_cu_softmax_rows(x->dtype, len ? x->size / len : 0, len,
+                                             lc_node_dev_data(x), n->buf->dev_data,
+                                             lc_gpu_stream(n->dev)),
+                          "softmax");
+  if (rc) {
+    lc_buffer_release(n->buf);
+    n->buf = NULL;
+  }
+  return rc;
+}
 #endif

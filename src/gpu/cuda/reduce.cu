@@ -132,7 +132,43 @@ __global__ void copy_strided(char *out, const char *in, int isz, int ndim,
   }
 }
 
+// Softmax of each row: max, then the sum of exp(x - max), then the
+// scaled exps; in float (double for float64), whatever the storage type.
+template <class T, class A>
+__global__ void softmax_rows(const T *in, T *out, int64_t len) {
+  __shared__ A sh[kThreads];
+  const T *x = in + (int64_t)blockIdx.x * len;
+  T *o = out + (int64_t)blockIdx.x * len;
+  Combine<A> mx{LC_RED_MAX}, sum{LC_RED_SUM};
+  A m = mx.init();
+  for (int64_t i = threadIdx.x; i < len; i += kThreads) m = mx.op(m, (A)lc_ld(x[i]));
+  m = block_combine(m, mx, sh);
+  A s = 0;
+  for (int64_t i = threadIdx.x; i < len; i += kThreads) s += exp((A)lc_ld(x[i]) - m);
+  s = block_combine(s, sum, sh);
+  A inv = (A)1 / s;
+  for (int64_t i = threadIdx.x; i < len; i += kThreads)
+    o[i] = lc_to<T>::f(exp((A)lc_ld(x[i]) - m) * inv);
+}
+
 }  // namespace
+
+extern "C" int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void *in, void *out,
+                                  void *stream) {
+  if (rows == 0 || len == 0) return 0;
+  if (rows > 0x7fffffff) return LC_CU_UNSUPPORTED;
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_float(dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    using A = typename lc_acc<T>::type;
+    softmax_rows<T, A><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(
+        (const T *)in, (T *)out, len);
+    rc = 0;
+  });
+  if (rc) return rc;
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
+}
 
 extern "C" int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream) {
   if (a->rows == 0) return 0;

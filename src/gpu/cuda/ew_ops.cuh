@@ -1,0 +1,169 @@
+// The elementwise ops of the GPU as functors over the arithmetic type C
+// (float for the 16-bit floats, else the storage type), with the CPU
+// kernels' semantics (ops/unary.c, ops/binary.c). Shared by the
+// nvcc-built kernels (ew.cu) and the NVRTC-built fused kernels (nvrtc.c embeds this
+// text), so it includes nothing: it needs only what both compilers
+// provide (CUDA's device math functions, the integer types by their C
+// names).
+#pragma once
+
+template <class A, class B> struct lc_same { static constexpr bool v = false; };
+template <class A> struct lc_same<A, A> { static constexpr bool v = true; };
+template <class C> struct lc_is_fp { static constexpr bool v = lc_same<C, float>::v || lc_same<C, double>::v; };
+
+#define LC_UN(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ C operator()(C x) const { return __VA_ARGS__; } };
+LC_UN(Abs, x < (C)0 ? (C)(-x) : x)
+LC_UN(Neg, (C)(-x))
+LC_UN(Square, (C)(x * x))
+LC_UN(Copy, x)
+LC_UN(Sqrt, sqrt(x))
+LC_UN(Rsqrt, (C)1 / sqrt(x))
+LC_UN(Exp, exp(x))
+LC_UN(Expm1, expm1(x))
+LC_UN(Log, log(x))
+LC_UN(Log1p, log1p(x))
+LC_UN(Log2, log2(x))
+LC_UN(Log10, log10(x))
+LC_UN(Sin, sin(x))
+LC_UN(Cos, cos(x))
+LC_UN(Tan, tan(x))
+LC_UN(Asin, asin(x))
+LC_UN(Acos, acos(x))
+LC_UN(Atan, atan(x))
+LC_UN(Sinh, sinh(x))
+LC_UN(Cosh, cosh(x))
+LC_UN(Tanh, tanh(x))
+LC_UN(Asinh, asinh(x))
+LC_UN(Acosh, acosh(x))
+LC_UN(Atanh, atanh(x))
+LC_UN(Sigmoid, (C)1 / ((C)1 + exp(-x)))
+LC_UN(Erf, erf(x))
+LC_UN(Erfinv, erfinv(x))
+LC_UN(Floor, floor(x))
+LC_UN(Ceil, ceil(x))
+LC_UN(Round, rint(x))
+LC_UN(BitNot, (C)~x)
+#undef LC_UN
+struct Sign {
+  template <class C> __device__ __forceinline__ C operator()(C x) const {
+    if constexpr (lc_is_fp<C>::v) {
+      if (x != x) return x;
+    }
+    return x > (C)0 ? (C)1 : x < (C)0 ? (C)-1 : (C)0;
+  }
+};
+struct LogicalNot {
+  template <class C> __device__ __forceinline__ bool operator()(C x) const { return !x; }
+};
+struct NanToNum {
+  double nan, pinf, ninf;
+  template <class C> __device__ __forceinline__ C operator()(C x) const {
+    if (x != x) return (C)nan;
+    if (isinf(x)) return x > 0 ? (C)pinf : (C)ninf;
+    return x;
+  }
+};
+
+#define LC_BIN(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ C operator()(C x, C y) const { return __VA_ARGS__; } };
+#define LC_PRED(NAME, ...) \
+  struct NAME { template <class C> __device__ __forceinline__ bool operator()(C x, C y) const { return __VA_ARGS__; } };
+// integer +, -, * wrap (done in the unsigned type of the same width)
+template <class C> struct lc_uns { using type = C; };
+template <> struct lc_uns<signed char> { using type = unsigned char; };
+template <> struct lc_uns<short> { using type = unsigned short; };
+template <> struct lc_uns<int> { using type = unsigned int; };
+template <> struct lc_uns<long long> { using type = unsigned long long; };
+#define LC_WRAP(OP) (C)((typename lc_uns<C>::type)x OP (typename lc_uns<C>::type)y)
+LC_BIN(Add, lc_same<C, bool>::v ? (C)(x || y) : (C)LC_WRAP(+))
+LC_BIN(Sub, (C)LC_WRAP(-))
+LC_BIN(Mul, lc_same<C, bool>::v ? (C)(x && y) : (C)LC_WRAP(*))
+LC_BIN(Div, x / y)
+LC_BIN(Max, (x > y || x != x) ? x : y)
+LC_BIN(Min, (x < y || x != x) ? x : y)
+LC_BIN(Atan2, atan2(x, y))
+LC_BIN(BitAnd, (C)(x & y))
+LC_BIN(BitOr, (C)(x | y))
+LC_BIN(BitXor, (C)(x ^ y))
+LC_PRED(Eq, x == y)
+LC_PRED(Ne, x != y)
+LC_PRED(Gt, x > y)
+LC_PRED(Ge, x >= y)
+LC_PRED(Lt, x < y)
+LC_PRED(Le, x <= y)
+LC_PRED(NanEq, x == y || (x != x && y != y))
+LC_PRED(And, x && y)
+LC_PRED(Or, x || y)
+#undef LC_WRAP
+#undef LC_BIN
+#undef LC_PRED
+struct PowF {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const { return pow(x, y); }
+};
+struct PowI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if constexpr ((C)(-1) < (C)0) {
+      if (y < 0) return (C)0;
+    }
+    unsigned long long r = 1, b = (unsigned long long)x, e = (unsigned long long)y;
+    while (e) {
+      if (e & 1) r *= b;
+      e >>= 1;
+      b *= b;
+    }
+    return (C)r;
+  }
+};
+struct FloorDivI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if (y == 0) return 0;
+    if constexpr ((C)(-1) < (C)0) {
+      if (y == (C)-1) return (C)(0ull - (unsigned long long)(long long)x);
+      C q = x / y;
+      return (x % y != 0 && ((x < 0) != (y < 0))) ? (C)(q - 1) : q;
+    } else {
+      return x / y;
+    }
+  }
+};
+struct RemI {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    if (y == 0) return x;
+    if constexpr ((C)(-1) < (C)0) {
+      if (y == (C)-1) return 0;
+      C r = x % y;
+      return (r != 0 && ((r < 0) != (y < 0))) ? (C)(r + y) : r;
+    } else {
+      return x % y;
+    }
+  }
+};
+struct RemF {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    C r = fmod(x, y);
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  }
+};
+struct LogAddExp {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    const C inf = (C)__int_as_float(0x7f800000);
+    C hi = (x > y || x != x) ? x : y, lo = (x < y || x != x) ? x : y;
+    if (lo == -inf || hi == inf) return hi;
+    return hi + log1p(exp(lo - hi));
+  }
+};
+struct Shl {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    long long s = (long long)y;
+    return s >= 0 && s < 8 * (long long)sizeof(C) ? (C)((unsigned long long)x << s) : (C)0;
+  }
+};
+struct Shr {
+  template <class C> __device__ __forceinline__ C operator()(C x, C y) const {
+    long long s = (long long)y;
+    if (s >= 0 && s < 8 * (long long)sizeof(C)) return (C)(x >> s);
+    if constexpr ((C)(-1) < (C)0) return x < 0 ? (C)-1 : (C)0;
+    return (C)0;
+  }
+};
