@@ -181,7 +181,7 @@ static uint64_t fnv1a(const char *p) {
 
 /* ---- building and loading ---- */
 
-static bool cache_dir(char *buf, size_t len) {
+bool lc_jit_cache_dir(char *buf, size_t len) {
   const char *e = getenv("LACE_JIT_CACHE");
   int k;
   if (e && *e)
@@ -238,7 +238,7 @@ static bool run_build(const char *isa, const char *src_c, const char *tmp_so, co
 /* Loads (building it first if needed) the kernel of source src. */
 static lc_jit_fn build_and_load(const char *src, uint64_t hash, const char *isa) {
   char dir[512], so[640], tmp_c[700], tmp_so[700];
-  if (!cache_dir(dir, sizeof dir)) return NULL;
+  if (!lc_jit_cache_dir(dir, sizeof dir)) return NULL;
   snprintf(so, sizeof so, "%s/fused-%016llx.so", dir, (unsigned long long)hash);
   void *lib = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {

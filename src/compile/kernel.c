@@ -463,6 +463,7 @@ static int fused_describe(const struct lc_node *n, char *buf, size_t len) {
 
 const struct lc_prim lc_prim_fused = {.name = "fused",
                                       .eval_cpu = fused_eval,
+                                      .eval_cuda = LC_CUDA(lc_cuda_eval_fused),
                                       .describe = fused_describe,
                                       .vjp = lc_fused_vjp,
                                       .jvp = lc_fused_jvp,

@@ -109,6 +109,7 @@ int lc_cuda_eval_elementwise(struct lc_node *n);
 int lc_cuda_eval_reduce(struct lc_node *n);
 int lc_cuda_eval_softmax(struct lc_node *n);
 int lc_cuda_eval_matmul(struct lc_node *n);
+int lc_cuda_eval_fused(struct lc_node *n);
 #else
 #define LC_CUDA(fn) NULL
 #endif

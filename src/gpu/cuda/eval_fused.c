@@ -1,0 +1,236 @@
+/* eval_cuda of FUSED nodes: chooses the launch plan of a region for the
+ * shapes and layouts of this call, gets its kernels (gpu/cuda/nvrtc.c)
+ * and queues one launch. Regions the GPU kernels cannot compute (complex
+ * values, random draws, a few primitives), more than LC_FK_MAX_DIMS
+ * strided dimensions, or failed builds run on the CPU instead
+ * (LC_EVAL_ON_CPU); LACE_CUDA_FUSE=0 sends every region there. */
+#ifdef LACE_CUDA
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "gpu/cuda/eval.h"
+#include "gpu/cuda/fused.h"
+#include "gpu/gpu.h"
+#include "ops/prim.h"
+#include "ops/tuple.h"
+
+static bool fuse_disabled(void) {
+  const char *e = getenv("LACE_CUDA_FUSE");
+  return e && strcmp(e, "0") == 0;
+}
+
+static int launch(void *fn, unsigned blocks, unsigned threads, struct lc_fk_args *a, int dev) {
+  void *args[] = {a};
+  dim3 g = {blocks, 1, 1}, t = {threads, 1, 1};
+  cudaError_t e = cudaLaunchKernel(fn, g, t, args, 0, (cudaStream_t)lc_gpu_stream(dev));
+  return e == cudaSuccess ? 0 : -(int)e;
+}
+
+/* Output k's device pointer (tuple layout when there are several). */
+static void set_outputs(struct lc_node *n, const struct lc_fused_hdr *h, int64_t full, int64_t rows,
+                        struct lc_fk_args *a) {
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  if (h->nout == 1) {
+    a->out[0] = n->buf->dev_data;
+    return;
+  }
+  int64_t nbytes[LC_FK_MAX_OUT], offs[LC_FK_MAX_OUT];
+  for (int k = 0; k < h->nout; k++)
+    nbytes[k] = (fo[k].kind == LC_FK_FULL ? full : rows) * (int64_t)lc_dtype_size((mlx_dtype)fo[k].dtype);
+  lc_tuple_layout(h->nout, nbytes, offs);
+  for (int k = 0; k < h->nout; k++) a->out[k] = (char *)n->buf->dev_data + offs[k];
+}
+
+static bool aligned(const void *p, size_t to) { return ((uintptr_t)p & (to - 1)) == 0; }
+
+static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr *h) {
+  int nd = h->ndim;
+  const int32_t *F = lc_fused_shape(h);
+  int64_t size = 1;
+  for (int d = 0; d < nd; d++) size *= F[d];
+  struct lc_fk_plan p;
+  memset(&p, 0, sizeof p);
+  struct lc_fk_args *a = calloc(1, sizeof *a);
+  if (!a) return lc_error("out of memory");
+  int64_t rs[nd > 0 ? nd : 1], st[LC_FK_MAX_IN][nd > 0 ? nd : 1];
+  lc_shape_strides(nd, F, rs);
+  bool strided = false;
+  for (int k = 0; k < h->nin; k++) {
+    lc_node_broadcast_strides(n->in[k], nd, st[k]);
+    bool scalar = true, flat = true;
+    for (int d = 0; d < nd; d++) {
+      if (F[d] == 1) continue;
+      scalar &= st[k][d] == 0;
+      flat &= st[k][d] == rs[d];
+    }
+    p.lay[k] = scalar ? 's' : flat ? 'c' : 'g';
+    strided |= p.lay[k] == 'g';
+    a->in[k] = lc_node_dev_data(n->in[k]);
+  }
+  if (strided) { /* merge dimensions every strided input steps through as one */
+    int m = 0;
+    for (int d = 0; d < nd; d++) {
+      if (F[d] == 1) continue;
+      bool merge = m > 0;
+      for (int k = 0; merge && k < h->nin; k++)
+        if (p.lay[k] == 'g') merge = a->st[k][m - 1] == st[k][d] * F[d];
+      if (merge) {
+        a->shape[m - 1] *= F[d];
+        for (int k = 0; k < h->nin; k++) a->st[k][m - 1] = st[k][d];
+        continue;
+      }
+      if (m == LC_FK_MAX_DIMS) {
+        free(a);
+        return LC_EVAL_ON_CPU;
+      }
+      a->shape[m] = F[d];
+      for (int k = 0; k < h->nin; k++) a->st[k][m] = st[k][d];
+      m++;
+    }
+    p.nd = m;
+    a->ndim = m;
+  }
+  p.idx64 = size >= ((int64_t)1 << 31) - ((int64_t)1 << 24);
+  p.vec = !strided && size >= 1024;
+  p.V = p.vec ? lc_fk_vector_width(h) : 0;
+  a->n = size;
+  /* the output: one takes over a flat input's buffer nobody else sees
+   * (each thread reads its elements before writing them) */
+  int donor = -1;
+  for (int k = 0; k < h->nin && h->nout == 1 && donor < 0; k++)
+    if (p.lay[k] == 'c' && lc_prim_can_donate(n, k)) donor = k;
+  void *fn = NULL;
+  bool vec = false;
+  if (size > 0) {
+    if (p.vec) {
+      vec = true;
+      for (int k = 0; k < h->nin; k++)
+        if (p.lay[k] == 'c')
+          vec &= aligned(a->in[k], (size_t)p.V * lc_dtype_size(n->in[k]->dtype));
+    }
+    fn = lc_fk_kernel(h, &p, n->dev, "lc_fk_ew");
+    if (!fn) {
+      free(a);
+      return LC_EVAL_ON_CPU;
+    }
+  }
+  if (donor >= 0)
+    lc_cuda_take_buffer(n, donor);
+  else if (lc_cuda_alloc_output(n)) {
+    free(a);
+    return 1;
+  }
+  if (size == 0) {
+    free(a);
+    return 0;
+  }
+  set_outputs(n, h, size, 0, a);
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  for (int k = 0; k < h->nout && vec; k++)
+    vec = aligned(a->out[k], (size_t)p.V * lc_dtype_size((mlx_dtype)fo[k].dtype));
+  void *fv = vec ? lc_fk_kernel(h, &p, n->dev, "lc_fk_ewv") : NULL;
+  int rc;
+  if (fv) {
+    int64_t nv = size / p.V, threads = nv + size % p.V;
+    rc = launch(fv, (unsigned)((threads + LC_FK_THREADS - 1) / LC_FK_THREADS), LC_FK_THREADS, a, n->dev);
+  } else {
+    int64_t b = (size + LC_FK_THREADS - 1) / LC_FK_THREADS;
+    rc = launch(fn, (unsigned)(b < (1 << 20) ? b : (1 << 20)), LC_FK_THREADS, a, n->dev);
+  }
+  free(a);
+  return lc_cuda_result(rc, "fused");
+}
+
+/* Threads per row and register-cached elements per thread for rows of L
+ * elements with nfull FULL inputs: the fewest threads that keep each
+ * thread's share within 32 cached values. */
+static void row_shape(int64_t L, int nfull, int *G, int *K) {
+  int w = nfull > 0 ? nfull : 1;
+  for (int g = 32; g <= 1024; g *= 2) {
+    int64_t per = (L + g - 1) / g;
+    if (per * w <= 32) {
+      int k = 1;
+      while (k < per) k *= 2;
+      *G = g;
+      *K = k;
+      return;
+    }
+  }
+  *G = 1024;
+  *K = 0;
+}
+
+static int eval_row_region(struct lc_node *n, const struct lc_fused_hdr *h) {
+  int nd = h->ndim;
+  if (nd < 1) return LC_EVAL_ON_CPU;
+  const int32_t *F = lc_fused_shape(h);
+  const struct lc_fused_in *fin = lc_fused_ins_in(h);
+  int64_t L = F[nd - 1], rows = 1;
+  for (int d = 0; d < nd - 1; d++) rows *= F[d];
+  if (rows > 0 && L == 0) return LC_EVAL_ON_CPU; /* the CPU reports it */
+  if (rows > 0x7fffffffLL) return LC_EVAL_ON_CPU; /* one block per row at most */
+  struct lc_fk_plan p;
+  memset(&p, 0, sizeof p);
+  p.rows = 1;
+  struct lc_fk_args *a = calloc(1, sizeof *a);
+  if (!a) return lc_error("out of memory");
+  int nfull = 0, m = 0;
+  int64_t st[LC_FK_MAX_IN][64];
+  if (nd > 64) {
+    free(a);
+    return LC_EVAL_ON_CPU;
+  }
+  for (int k = 0; k < h->nin; k++) {
+    int T[64], tnd = lc_fused_kind_shape(fin[k].mode, nd, F, T);
+    lc_node_broadcast_strides(n->in[k], tnd, st[k]);
+    if (fin[k].mode == LC_FK_FULL) {
+      nfull++;
+      a->inner[k] = st[k][nd - 1];
+    }
+    a->in[k] = lc_node_dev_data(n->in[k]);
+  }
+  for (int d = 0; d < nd - 1; d++) { /* outer dims, extents of 1 dropped */
+    if (F[d] == 1) continue;
+    if (m == LC_FK_MAX_DIMS) {
+      free(a);
+      return LC_EVAL_ON_CPU;
+    }
+    a->shape[m] = F[d];
+    for (int k = 0; k < h->nin; k++) a->st[k][m] = st[k][d];
+    m++;
+  }
+  a->ndim = p.nd = m;
+  a->n = rows;
+  a->L = L;
+  row_shape(L, nfull, &p.G, &p.K);
+  void *fn = rows > 0 ? lc_fk_kernel(h, &p, n->dev, "lc_fk_rows") : NULL;
+  if (rows > 0 && !fn) {
+    free(a);
+    return LC_EVAL_ON_CPU;
+  }
+  if (lc_cuda_alloc_output(n)) {
+    free(a);
+    return 1;
+  }
+  int rc = 0;
+  if (rows > 0) {
+    set_outputs(n, h, rows * L, rows, a);
+    int per_block = p.G > 32 ? 1 : LC_FK_THREADS / 32;
+    int64_t blocks = (rows + per_block - 1) / per_block;
+    rc = launch(fn, (unsigned)blocks, (unsigned)(p.G > 32 ? p.G : LC_FK_THREADS), a, n->dev);
+  }
+  free(a);
+  return lc_cuda_result(rc, "fused");
+}
+
+int lc_cuda_eval_fused(struct lc_node *n) {
+  const struct lc_fused_hdr *h = n->params;
+  if (fuse_disabled() || h->nin != n->nin || h->nin > LC_FK_MAX_IN || h->nout > LC_FK_MAX_OUT)
+    return LC_EVAL_ON_CPU;
+  for (int k = 0; k < n->nin; k++)
+    if (n->in[k]->dtype == MLX_COMPLEX64) return LC_EVAL_ON_CPU;
+  return h->rows ? eval_row_region(n, h) : eval_elementwise_region(n, h);
+}
+#endif

@@ -1,0 +1,62 @@
+// Device helpers of the NVRTC-built fused kernels (gpu/cuda/fused_src.c
+// puts this text, after sat.cuh and ew_ops.cuh and before the generated
+// kernel). Includes nothing, so NVRTC needs no header search path: the
+// 16-bit floats are stored as unsigned short and converted with PTX cvt,
+// which rounds to nearest even as the CPU's conversions do.
+#pragma once
+
+__device__ __forceinline__ float lc_h2f(unsigned short u) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));
+  return f;
+}
+__device__ __forceinline__ unsigned short lc_f2h(float f) {
+  unsigned short u;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(u) : "f"(f));
+  return u;
+}
+__device__ __forceinline__ unsigned short lc_d2h(double d) {
+  unsigned short u;
+  asm("cvt.rn.f16.f64 %0, %1;" : "=h"(u) : "d"(d));
+  return u;
+}
+__device__ __forceinline__ float lc_bf2f(unsigned short u) {
+  return __int_as_float((int)((unsigned)u << 16));
+}
+__device__ __forceinline__ unsigned short lc_f2bf(float f) {
+  unsigned short u;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(u) : "f"(f));
+  return u;
+}
+// A float value rounded to the precision of the 16-bit float types.
+__device__ __forceinline__ float lc_rh(float f) { return lc_h2f(lc_f2h(f)); }
+__device__ __forceinline__ float lc_rbf(float f) { return lc_bf2f(lc_f2bf(f)); }
+
+// V elements of storage type T loaded or stored as one access.
+template <class T, int V> struct __align__(sizeof(T) * V) lc_pk { T e[V]; };
+
+// Reduction folds (NaN wins max and min, as on the CPU).
+struct RSum { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return a + b; } };
+struct RProd { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return a * b; } };
+struct RMax { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a > b || a != a) ? a : b; } };
+struct RMin { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a < b || a != a) ? a : b; } };
+struct RAnd { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (A)(a != 0 && b != 0); } };
+struct ROr { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (A)(a != 0 || b != 0); } };
+
+// Combines v over the G threads of a row (G = 32: one warp; G > 32: the
+// whole block, through sh, which holds 32 values of A): every thread gets
+// the result. id is the fold's identity.
+template <int G, class A, class F> __device__ __forceinline__ A lc_grp(A v, F f, A id, A *sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if constexpr (G > 32) {
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+    __syncthreads(); // earlier readers of sh are done
+    if (l == 0) sh[w] = v;
+    __syncthreads();
+    v = l < G / 32 ? sh[l] : id;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  }
+  return v;
+}
