@@ -69,7 +69,7 @@ test-tsan: deps
 # crashes to build-fuzz-clang/crash-*. Ten minutes each:
 #   make fuzz FUZZ_SECONDS=600   (or FUZZERS="api json" for a subset)
 FUZZ_SECONDS ?= 60
-FUZZERS ?= npy safetensors gguf json api
+FUZZERS ?= npy safetensors gguf json api mlxfn
 fuzz: deps
 	CC=clang cmake -S . -B build-fuzz-clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLACE_FUZZ=ON \
 	  -DLACE_SANITIZE=fuzzer-no-link,address,undefined -DLACE_BUILD_TESTS=OFF -DLACE_CUDA=OFF \

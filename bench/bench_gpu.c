@@ -50,6 +50,93 @@ static int run_case(void *arg) {
   return rc;
 }
 
+/* ---- compiled cases: the same functions as tools/gpu_bench.py's torch
+ * and jax versions, written with plain ops and compiled ---- */
+#define CT_MAX 32
+static mlx_array ct[CT_MAX];
+static int nct;
+static mlx_array *ct_slot(void) {
+  ct[nct] = mlx_array_new();
+  return &ct[nct++];
+}
+#define OP(fn, ...) (fn(ct_slot(), __VA_ARGS__, gs), ct[nct - 1])
+static mlx_array K(double v, mlx_array like) {
+  mlx_array *p = ct_slot();
+  mlx_array_free(*p);
+  *p = mlx_array_new_float64(v);
+  return OP(mlx_astype, *p, mlx_array_dtype(like));
+}
+typedef int (*cbody)(const mlx_array *x, mlx_array *o);
+static int c_gelu(const mlx_array *x, mlx_array *o) {
+  mlx_array e = OP(mlx_erf, OP(mlx_multiply, x[0], K(0.7071067811865476, x[0])));
+  o[0] = OP(mlx_multiply, OP(mlx_multiply, x[0], K(0.5, x[0])), OP(mlx_add, e, K(1, x[0])));
+  return 1;
+}
+static int c_silu_mul(const mlx_array *x, mlx_array *o) {
+  o[0] = OP(mlx_multiply, OP(mlx_multiply, x[0], OP(mlx_sigmoid, x[0])), x[1]);
+  return 1;
+}
+static int c_rope(const mlx_array *x, mlx_array *o) { /* x, y (rows, 4096); c, s (4096) */
+  o[0] = OP(mlx_subtract, OP(mlx_multiply, x[0], x[2]), OP(mlx_multiply, x[1], x[3]));
+  o[1] = OP(mlx_add, OP(mlx_multiply, x[0], x[3]), OP(mlx_multiply, x[1], x[2]));
+  return 2;
+}
+static int c_layer_norm(const mlx_array *x, mlx_array *o) { /* w, b (4096) */
+  mlx_array d = OP(mlx_subtract, x[0], OP(mlx_mean_axis, x[0], -1, true));
+  mlx_array r = OP(mlx_rsqrt, OP(mlx_add, OP(mlx_var_axis, x[0], -1, true, 0), K(1e-5, x[0])));
+  o[0] = OP(mlx_add, OP(mlx_multiply, OP(mlx_multiply, d, r), x[2]), x[3]);
+  return 1;
+}
+static int c_softmax(const mlx_array *x, mlx_array *o) {
+  mlx_array e = OP(mlx_exp, OP(mlx_subtract, x[0], OP(mlx_max_axis, x[0], -1, true)));
+  o[0] = OP(mlx_divide, e, OP(mlx_sum_axis, e, -1, true));
+  return 1;
+}
+static int c_rms_norm(const mlx_array *x, mlx_array *o) {
+  mlx_array m = OP(mlx_mean_axis, OP(mlx_square, x[0]), -1, true);
+  o[0] = OP(mlx_multiply, OP(mlx_multiply, x[0], OP(mlx_rsqrt, OP(mlx_add, m, K(1e-6, x[0])))), x[2]);
+  return 1;
+}
+static int c_logsumexp(const mlx_array *x, mlx_array *o) {
+  mlx_array m = OP(mlx_max_axis, x[0], -1, true);
+  mlx_array e = OP(mlx_sum_axis, OP(mlx_exp, OP(mlx_subtract, x[0], m)), -1, true);
+  o[0] = OP(mlx_add, OP(mlx_log, e), m);
+  return 1;
+}
+static int c_tiny(const mlx_array *x, mlx_array *o) {
+  o[0] = OP(mlx_add, OP(mlx_multiply, x[0], x[1]), x[0]);
+  return 1;
+}
+static cbody cur_body;
+static int closure_fn(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x[4], o[2];
+  size_t n = mlx_vector_array_size(in);
+  for (size_t k = 0; k < n && k < 4; k++) {
+    x[k] = mlx_array_new();
+    mlx_vector_array_get(&x[k], in, k);
+  }
+  int no = cur_body(x, o);
+  mlx_vector_array r = mlx_vector_array_new_data(o, (size_t)no);
+  mlx_vector_array_set(res, r);
+  mlx_vector_array_free(r);
+  while (nct) mlx_array_free(ct[--nct]);
+  for (size_t k = 0; k < n && k < 4; k++) mlx_array_free(x[k]);
+  return 0;
+}
+struct ccase {
+  mlx_closure f;
+  mlx_vector_array in;
+  bool eval;
+};
+static int run_compiled(void *arg) {
+  struct ccase *c = arg;
+  mlx_vector_array out = mlx_vector_array_new();
+  int rc = mlx_closure_apply(&out, c->f, c->in);
+  if (!rc && c->eval) rc = mlx_eval(out);
+  mlx_vector_array_free(out);
+  return rc;
+}
+
 static mlx_array rand_on_gpu(const int *shape, int nd, mlx_dtype dt) {
   mlx_array k = mlx_array_new(), x = mlx_array_new(), y = mlx_array_new();
   mlx_array lo = mlx_array_new_float(-1.0f), hi = mlx_array_new_float(1.0f);
@@ -94,6 +181,10 @@ int main(void) {
     return 0;
   }
   gs = mlx_default_gpu_stream_new();
+  /* compiled functions replay on the default device */
+  mlx_device gdev = mlx_device_new_type(MLX_GPU, 0);
+  mlx_set_default_device(gdev);
+  mlx_device_free(gdev);
   const mlx_dtype dts[] = {MLX_FLOAT32, MLX_BFLOAT16};
   const char *dtn[] = {"float32", "bfloat16"};
   const int sizes[] = {1 << 24, 1 << 28};
@@ -122,6 +213,62 @@ int main(void) {
       report("softmax_op", dtn[d], n, 2 * isz, 0, bench_time(run_case, &c));
       mlx_array_free(c.x);
     }
+  /* compiled functions (fused on the GPU): bytes are inputs read and
+   * outputs written once */
+  struct {
+    const char *name;
+    cbody f;
+    int nin;       /* x, y (full), then c/w, s/b (one row) */
+    int full_in;   /* inputs of n elements */
+    int full_out;  /* outputs of n elements */
+    double row_out; /* outputs of one element per row */
+  } cc[] = {{"gelu_compiled", c_gelu, 1, 1, 1, 0},       {"silu_mul_compiled", c_silu_mul, 2, 2, 1, 0},
+            {"rope_compiled", c_rope, 4, 2, 2, 0},       {"layer_norm_compiled", c_layer_norm, 4, 1, 1, 0},
+            {"softmax_compiled", c_softmax, 1, 1, 1, 0}, {"rms_norm_compiled", c_rms_norm, 3, 1, 1, 0},
+            {"logsumexp_compiled", c_logsumexp, 1, 1, 0, 1}};
+  for (int d = 0; d < 2; d++)
+    for (int s = 0; s < 2; s++) {
+      int n = sizes[s], rows = n / 4096, full[] = {rows, 4096}, row[] = {4096};
+      double isz = d == 0 ? 4 : 2;
+      mlx_array x = rand_on_gpu(full, 2, dts[d]), y = rand_on_gpu(full, 2, dts[d]);
+      mlx_array c = rand_on_gpu(row, 1, dts[d]), sn = rand_on_gpu(row, 1, dts[d]);
+      for (size_t i = 0; i < sizeof cc / sizeof *cc; i++) {
+        cur_body = cc[i].f;
+        mlx_closure plain = mlx_closure_new_func(closure_fn), f = mlx_closure_new();
+        mlx_compile(&f, plain, false);
+        mlx_array args[4] = {x, y, c, sn};
+        struct ccase k = {f, mlx_vector_array_new_data(args, 4), true};
+        double bpe = (cc[i].full_in + cc[i].full_out + cc[i].row_out / 4096.0) * isz;
+        report(cc[i].name, dtn[d], n, bpe, 0, bench_time(run_compiled, &k));
+        mlx_vector_array_free(k.in);
+        mlx_closure_free(f);
+        mlx_closure_free(plain);
+      }
+      mlx_array_free(x);
+      mlx_array_free(y);
+      mlx_array_free(c);
+      mlx_array_free(sn);
+    }
+  /* host cost of a compiled call that hits the cache: apply only (lazy
+   * outputs), and apply + eval of a tiny function */
+  {
+    int one[] = {1};
+    cur_body = c_tiny;
+    mlx_closure plain = mlx_closure_new_func(closure_fn), f = mlx_closure_new();
+    mlx_compile(&f, plain, false);
+    mlx_array a[2] = {rand_on_gpu(one, 1, MLX_FLOAT32), rand_on_gpu(one, 1, MLX_FLOAT32)};
+    struct ccase k = {f, mlx_vector_array_new_data(a, 2), false};
+    bench_stats st = bench_time(run_compiled, &k);
+    printf("gpu-case tiny_compiled_apply float32 n=1 us=%.2f\n", st.median * 1e6);
+    k.eval = true;
+    st = bench_time(run_compiled, &k);
+    printf("gpu-case tiny_compiled_eval float32 n=1 us=%.2f\n", st.median * 1e6);
+    mlx_vector_array_free(k.in);
+    mlx_array_free(a[0]);
+    mlx_array_free(a[1]);
+    mlx_closure_free(f);
+    mlx_closure_free(plain);
+  }
   for (int d = 0; d < 2; d++) {
     int m = 8192, shape[] = {m, m};
     struct ew_case c = {.kind = 5, .dt = dts[d]};

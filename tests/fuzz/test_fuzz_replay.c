@@ -9,6 +9,7 @@
 #include "fuzz_api.c"
 #include "fuzz_gguf.c"
 #include "fuzz_json.c"
+#include "fuzz_mlxfn.c"
 #include "fuzz_npy.c"
 #include "fuzz_safetensors.c"
 
@@ -24,7 +25,8 @@ static const struct harness harnesses[] = {{"npy", fuzz_npy},
                                            {"safetensors", fuzz_safetensors},
                                            {"gguf", fuzz_gguf},
                                            {"json", fuzz_json},
-                                           {"api", fuzz_api}};
+                                           {"api", fuzz_api},
+                                           {"mlxfn", fuzz_mlxfn}};
 
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 static uint64_t next_rand(void) {

@@ -27,6 +27,7 @@
 __attribute__((weak)) char *lc_fk_source(const struct lc_fused_hdr *h, const struct lc_fk_plan *p);
 __attribute__((weak)) bool lc_fk_supported(const struct lc_fused_hdr *h);
 __attribute__((weak)) int lc_fk_vector_width(const struct lc_fused_hdr *h);
+__attribute__((weak)) int lc_fk_row_arrays(const struct lc_fused_hdr *h);
 __attribute__((weak)) void *lc_nvrtc_compile(const char *src, int arch, size_t *len);
 __attribute__((weak)) long lc_fk_modules(void);
 
@@ -154,7 +155,9 @@ struct gcase {
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #define F32 MLX_FLOAT32
 static const struct gcase cases[] = {
-    {"gelu", gelu, 1, {{2, {64, 4099}, F32, -4, 4}}, 2e-6, 1e-7, 0},
+    /* gelu: 1 + erf(x / sqrt 2) cancels for x << 0, so erf's last-bit
+     * differences between libdevice and the CPU grow there (atol) */
+    {"gelu", gelu, 1, {{2, {64, 4099}, F32, -4, 4}}, 2e-6, 1e-6, 0},
     {"gelu bf16", gelu, 1, {{2, {64, 4099}, MLX_BFLOAT16, -4, 4}}, 1.6e-2, 1e-2, 0},
     {"silu*mul", silu_mul, 2, {{2, {128, 1000}, F32, -6, 6}, {2, {128, 1000}, F32, -1, 1}}, 2e-6, 1e-7, 0},
     {"silu*mul f16", silu_mul, 2,
@@ -162,7 +165,7 @@ static const struct gcase cases[] = {
     {"rope-like (broadcast inputs)", rope_like, 4,
      {{2, {300, 128}, F32, -2, 2}, {2, {300, 128}, F32, -2, 2}, {1, {128}, F32, -1, 1},
       {1, {128}, F32, -1, 1}}, 2e-6, 1e-6, 0},
-    {"transposed input", gelu, 1, {{2, {513, 77}, F32, -3, 3, true}}, 2e-6, 1e-7, 0},
+    {"transposed input", gelu, 1, {{2, {513, 77}, F32, -3, 3, true}}, 2e-6, 1e-6, 0},
     {"softmax", softmax, 1, {{2, {100, 1000}, F32, -5, 5}}, 1e-5, 1e-8, 1},
     {"softmax bf16", softmax, 1, {{2, {33, 4096}, MLX_BFLOAT16, -5, 5}}, 2e-2, 1e-4, 1},
     {"softmax short rows", softmax, 1, {{3, {7, 9, 20}, F32, -5, 5}}, 1e-5, 1e-8, 1},
@@ -256,30 +259,30 @@ static void build_regions(const struct gcase *c, mlx_vector_array outs) {
     const struct lc_fused_hdr *h = found[r]->params;
     rows += h->rows;
     CHECK_MSG(lc_fk_supported(h), "%s: region %d is not supported on the GPU", c->name, r);
-    struct lc_fk_plan plans[3];
+    struct lc_fk_plan plans[4];
     memset(plans, 0, sizeof plans);
-    int np = 0;
-    if (h->rows) {
-      int gk[3][2] = {{32, 4}, {256, 8}, {1024, 0}};
-      for (int q = 0; q < 3; q++) {
+    int np = 4;
+    if (h->rows) { /* warps, blocks; cached, uncached; packs of 1 and 4 */
+      int gkv[4][3] = {{32, 4, 1}, {256, 2, 4}, {1024, 0, 1}, {512, 0, 4}};
+      for (int q = 0; q < 4; q++) {
         plans[q].rows = 1;
         plans[q].nd = h->ndim - 1 < LC_FK_MAX_DIMS ? h->ndim - 1 : LC_FK_MAX_DIMS;
-        plans[q].G = gk[q][0];
-        plans[q].K = gk[q][1];
+        plans[q].G = gkv[q][0];
+        plans[q].K = gkv[q][1];
+        plans[q].V = gkv[q][2];
       }
-      np = 3;
-    } else {
+    } else { /* flat; scalar; strided; repeated, with the vector kernel */
       for (int k = 0; k < h->nin; k++) {
         plans[0].lay[k] = 'c';
         plans[1].lay[k] = k == 0 ? 's' : 'c';
         plans[2].lay[k] = k == 0 ? 'c' : 'g';
+        plans[3].lay[k] = k == 0 ? 'c' : 'r';
       }
-      plans[0].vec = plans[1].vec = 1;
-      plans[0].V = plans[1].V = lc_fk_vector_width(h);
+      plans[0].vec = plans[1].vec = plans[3].vec = 1;
+      plans[0].V = plans[1].V = plans[3].V = lc_fk_vector_width(h);
       plans[2].nd = 3;
       plans[2].idx64 = 1;
-      if (h->nin == 1) plans[2].lay[0] = 'g';
-      np = 3;
+      if (h->nin == 1) plans[2].lay[0] = 'g', plans[3].lay[0] = 'r';
     }
     for (int q = 0; q < np; q++) {
       char *src = lc_fk_source(h, &plans[q]);
@@ -331,7 +334,10 @@ int main(void) {
     build_regions(current, cpu);
     mlx_vector_array_free(cpu);
     if (ngpu > 0) { /* part 2 */
+      /* replays run on the default device (as the trace's ops, here) */
       S = gpu_stream;
+      mlx_device gdev = mlx_device_new_type(MLX_GPU, 0), cdev = mlx_device_new_type(MLX_CPU, 0);
+      CHECK_OK(mlx_set_default_device(gdev));
       long m0 = lc_fk_modules();
       mlx_closure gf = mlx_closure_new();
       CHECK_OK(mlx_compile(&gf, plain, false));
@@ -354,6 +360,9 @@ int main(void) {
         m0 = m1;
       }
       mlx_closure_free(gf);
+      CHECK_OK(mlx_set_default_device(cdev));
+      mlx_device_free(gdev);
+      mlx_device_free(cdev);
     }
     mlx_closure_free(cf);
     mlx_vector_array_free(want);

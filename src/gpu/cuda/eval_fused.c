@@ -66,6 +66,17 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
       flat &= st[k][d] == rs[d];
     }
     p.lay[k] = scalar ? 's' : flat ? 'c' : 'g';
+    if (p.lay[k] == 'g') { /* the first D elements repeated (a broadcast over leading dims)? */
+      int64_t D = 1;
+      int d = nd - 1;
+      for (; d >= 0 && (F[d] == 1 || st[k][d] == D); d--) D *= F[d];
+      bool lead0 = true;
+      for (; d >= 0; d--) lead0 &= F[d] == 1 || st[k][d] == 0;
+      if (lead0) {
+        p.lay[k] = 'r';
+        a->st[k][0] = D;
+      }
+    }
     strided |= p.lay[k] == 'g';
     a->in[k] = lc_node_dev_data(n->in[k]);
   }
@@ -78,7 +89,8 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
         if (p.lay[k] == 'g') merge = a->st[k][m - 1] == st[k][d] * F[d];
       if (merge) {
         a->shape[m - 1] *= F[d];
-        for (int k = 0; k < h->nin; k++) a->st[k][m - 1] = st[k][d];
+        for (int k = 0; k < h->nin; k++)
+          if (p.lay[k] == 'g') a->st[k][m - 1] = st[k][d];
         continue;
       }
       if (m == LC_FK_MAX_DIMS) {
@@ -86,7 +98,8 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
         return LC_EVAL_ON_CPU;
       }
       a->shape[m] = F[d];
-      for (int k = 0; k < h->nin; k++) a->st[k][m] = st[k][d];
+      for (int k = 0; k < h->nin; k++)
+        if (p.lay[k] == 'g') a->st[k][m] = st[k][d];
       m++;
     }
     p.nd = m;
@@ -95,6 +108,8 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
   p.idx64 = size >= ((int64_t)1 << 31) - ((int64_t)1 << 24);
   p.vec = !strided && size >= 1024;
   p.V = p.vec ? lc_fk_vector_width(h) : 0;
+  for (int k = 0; k < h->nin && p.vec; k++)
+    if (p.lay[k] == 'r' && a->st[k][0] % p.V) p.vec = 0, p.V = 0; /* packs must repeat too */
   a->n = size;
   /* the output: one takes over a flat input's buffer nobody else sees
    * (each thread reads its elements before writing them) */
@@ -107,7 +122,7 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
     if (p.vec) {
       vec = true;
       for (int k = 0; k < h->nin; k++)
-        if (p.lay[k] == 'c')
+        if (p.lay[k] == 'c' || p.lay[k] == 'r')
           vec &= aligned(a->in[k], (size_t)p.V * lc_dtype_size(n->in[k]->dtype));
     }
     fn = lc_fk_kernel(h, &p, n->dev, "lc_fk_ew");
@@ -143,18 +158,19 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
   return lc_cuda_result(rc, "fused");
 }
 
-/* Threads per row and register-cached elements per thread for rows of L
- * elements with nfull FULL inputs: the fewest threads that keep each
- * thread's share within 32 cached values. */
-static void row_shape(int64_t L, int nfull, int *G, int *K) {
-  int w = nfull > 0 ? nfull : 1;
+/* Threads per row (G) and packs of V elements cached per thread (K) for
+ * rows of L elements whose kernel keeps `arrays` register arrays (FULL
+ * inputs and kept values): the fewest threads that keep a thread's share
+ * within 16 elements per array and 48 in all (rows longer than that are
+ * re-read from L2 by 1024 threads, K = 0). */
+static void row_shape(int64_t L, int V, int arrays, int *G, int *K) {
+  int w = arrays > 0 ? arrays : 1;
   for (int g = 32; g <= 1024; g *= 2) {
-    int64_t per = (L + g - 1) / g;
-    if (per * w <= 32) {
-      int k = 1;
-      while (k < per) k *= 2;
+    int64_t packs = (L / V + g - 1) / g, k = 1;
+    while (k < packs) k *= 2;
+    if (k * V <= 16 && k * V * w <= 48) {
       *G = g;
-      *K = k;
+      *K = (int)k;
       return;
     }
   }
@@ -204,7 +220,25 @@ static int eval_row_region(struct lc_node *n, const struct lc_fused_hdr *h) {
   a->ndim = p.nd = m;
   a->n = rows;
   a->L = L;
-  row_shape(L, nfull, &p.G, &p.K);
+  /* packs of V elements: contiguous, aligned FULL rows of a multiple of V */
+  size_t widest = 1;
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  for (int k = 0; k < h->nin; k++)
+    if (fin[k].mode == LC_FK_FULL && lc_dtype_size((mlx_dtype)fin[k].dtype) > widest)
+      widest = lc_dtype_size((mlx_dtype)fin[k].dtype);
+  for (int k = 0; k < h->nout; k++)
+    if (fo[k].kind == LC_FK_FULL && lc_dtype_size((mlx_dtype)fo[k].dtype) > widest)
+      widest = lc_dtype_size((mlx_dtype)fo[k].dtype);
+  p.V = (int)(16 / widest);
+  if (L % p.V) p.V = 1;
+  for (int k = 0; k < h->nin && p.V > 1; k++) {
+    if (fin[k].mode != LC_FK_FULL) continue;
+    bool ok = a->inner[k] == 1 && aligned(a->in[k], (size_t)p.V * lc_dtype_size(n->in[k]->dtype));
+    for (int d = 0; d < m; d++) ok &= a->st[k][d] % p.V == 0;
+    if (!ok) p.V = 1;
+  }
+  (void)nfull;
+  row_shape(L, p.V, lc_fk_row_arrays(h), &p.G, &p.K);
   void *fn = rows > 0 ? lc_fk_kernel(h, &p, n->dev, "lc_fk_rows") : NULL;
   if (rows > 0 && !fn) {
     free(a);

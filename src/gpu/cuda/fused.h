@@ -18,10 +18,12 @@ struct lc_fk_plan {
   int32_t nd;    /* elementwise: dims of strided inputs; rows: outer dims */
   int32_t idx64; /* elementwise: 64-bit flat indices */
   int32_t vec;   /* elementwise: also emit lc_fk_ewv (every input contiguous or scalar) */
-  int32_t V;     /* lc_fk_ewv: elements per thread */
+  int32_t V;     /* lc_fk_ewv: elements per thread; rows: elements per pack */
   int32_t G;     /* rows: threads per row (32: a warp; more: the block) */
   int32_t K;     /* rows: row elements cached per thread (0: none, re-read) */
-  char lay[LC_FK_MAX_IN]; /* elementwise input layouts: 'c' flat, 's' scalar, 'g' strided */
+  /* elementwise input layouts: 'c' flat, 's' scalar, 'g' strided, 'r' its
+   * first D elements repeated (D in args st[k][0]) */
+  char lay[LC_FK_MAX_IN];
 };
 
 /* Threads per block of the elementwise kernels; of the row kernel, G when
@@ -30,6 +32,9 @@ struct lc_fk_plan {
 
 /* Whether the GPU kernels can compute region h (dtypes and primitives). */
 bool lc_fk_supported(const struct lc_fused_hdr *h);
+/* Register arrays the row kernel of h keeps per thread when it caches
+ * rows (FULL inputs, and FULL values read again by a later pass). */
+int lc_fk_row_arrays(const struct lc_fused_hdr *h);
 /* The elements per thread of lc_fk_ewv for region h. */
 int lc_fk_vector_width(const struct lc_fused_hdr *h);
 /* The kernels' source (malloc'ed) for h under plan p; NULL when

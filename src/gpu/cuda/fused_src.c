@@ -294,9 +294,10 @@ static void identity(struct lc_strbuf *s, int kind, int acc) {
 
 /* ---- the row kernel ---- */
 
-/* Marks in need[] the FULL instructions that FULL instruction (or
- * reduction) m reads, transitively, and in inneed[] the FULL-mode inputs. */
-static void mark(const struct lc_fused_hdr *h, int m, bool *need, bool *inneed) {
+/* Marks in need[] the FULL instructions that instruction m reads,
+ * transitively, stopping at values already held (held[], may be NULL),
+ * and in inneed[] the FULL-mode inputs read. */
+static void mark(const struct lc_fused_hdr *h, int m, bool *need, bool *inneed, const bool *held) {
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
   for (int k = 0; k < fi[m].nin; k++) {
@@ -305,49 +306,173 @@ static void mark(const struct lc_fused_hdr *h, int m, bool *need, bool *inneed) 
       if (fin[-a - 1].mode == LC_FK_FULL) inneed[-a - 1] = true;
     } else if (fi[a].kind == LC_FK_FULL && fi[a].op != LC_OP_REDUCE && !need[a]) {
       need[a] = true;
-      mark(h, a, need, inneed);
+      if (!held || !held[a]) mark(h, a, need, inneed, held);
     }
   }
 }
 
-/* One pass over a thread's share of the row: loads of the needed inputs,
- * the needed FULL instructions, then `tail` (text using j and the values). */
-static bool emit_pass(struct lc_strbuf *s, const struct lc_fused_hdr *h, const struct lc_fk_plan *p,
-                      const bool *need, const bool *inneed, const char *tail) {
+/* The passes over a row: one per reduction (two for var, std and
+ * logsumexp), then one storing the FULL outputs. target[q] is the
+ * reduction of pass q, or -1 for the output pass. Returns the count. */
+static int passes(const struct lc_fused_hdr *h, int *target) {
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  int n = 0;
+  for (int m = 0; m < h->ninstr; m++) {
+    if (fi[m].op != LC_OP_REDUCE) continue;
+    struct red r;
+    int twice = reduction(h, &fi[m], &r) &&
+                (r.kind == LC_RED_VAR || r.kind == LC_RED_STD || r.kind == LC_RED_LSE);
+    target[n++] = m;
+    if (twice) target[n++] = m;
+  }
+  for (int o = 0; o < h->nout; o++)
+    if (fo[o].kind == LC_FK_FULL) {
+      target[n++] = -1;
+      break;
+    }
+  return n;
+}
+
+/* The need set of pass q (held: values kept from earlier passes). */
+static void pass_need(const struct lc_fused_hdr *h, int target, bool *need, bool *inneed,
+                      const bool *held) {
+  memset(need, 0, sizeof(bool) * (size_t)h->ninstr);
+  memset(inneed, 0, sizeof(bool) * (size_t)(h->nin > 0 ? h->nin : 1));
+  if (target >= 0) {
+    mark(h, target, need, inneed, held);
+    return;
+  }
+  const struct lc_fused_out *fo = lc_fused_outs(h);
+  for (int o = 0; o < h->nout; o++) {
+    if (fo[o].kind != LC_FK_FULL) continue;
+    int m = fo[o].ins;
+    if (need[m]) continue;
+    need[m] = true;
+    if (!held || !held[m]) mark(h, m, need, inneed, held);
+  }
+}
+
+/* Which FULL values a thread keeps in registers between passes (kept[m]
+ * set in pass order: computed in pass q and read again in a later one);
+ * the count. */
+static int plan_kept(const struct lc_fused_hdr *h, bool *kept) {
+  int target[2 * h->ninstr + 2];
+  int np = passes(h, target), n = 0;
+  bool need[h->ninstr], later[h->ninstr], inneed[h->nin > 0 ? h->nin : 1];
+  memset(kept, 0, sizeof(bool) * (size_t)h->ninstr);
+  for (int q = 0; q < np; q++) {
+    pass_need(h, target[q], need, inneed, kept);
+    /* what later passes read when everything this pass computes is held */
+    bool avail[h->ninstr];
+    for (int m = 0; m < h->ninstr; m++) {
+      avail[m] = kept[m] || need[m];
+      later[m] = false;
+    }
+    for (int r = q + 1; r < np; r++) {
+      bool nr[h->ninstr];
+      pass_need(h, target[r], nr, inneed, avail);
+      for (int m = 0; m < h->ninstr; m++) later[m] |= nr[m];
+    }
+    for (int m = 0; m < h->ninstr; m++)
+      if (need[m] && !kept[m] && later[m]) {
+        kept[m] = true;
+        n++;
+      }
+  }
+  return n;
+}
+
+int lc_fk_row_arrays(const struct lc_fused_hdr *h) {
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
+  int n = 0;
+  for (int k = 0; k < h->nin; k++) n += fin[k].mode == LC_FK_FULL;
+  if (h->ninstr > 0) {
+    bool kept[h->ninstr];
+    n += plan_kept(h, kept);
+  }
+  return n;
+}
+
+struct rowgen {
+  const struct lc_fused_hdr *h;
+  const struct lc_fk_plan *p;
+  const int *target;
+  int np, q;    /* passes; the next one to emit */
+  bool *kept;   /* values held in t<m>[] (K > 0) */
+  bool *planned; /* plan_kept's answer */
+};
+
+/* One pass over a thread's share of the row: per pack of V elements, the
+ * needed inputs, the needed FULL instructions (kept ones read back, ones
+ * to keep stored), then `tail` (text using j, e and the values); pre and
+ * post wrap the pack (the output pass's stores). */
+static bool emit_pass(struct lc_strbuf *s, struct rowgen *g, const char *pre, const char *tail,
+                      const char *post) {
+  const struct lc_fused_hdr *h = g->h;
+  const struct lc_fk_plan *p = g->p;
+  const struct lc_fused_in *fin = lc_fused_ins_in(h);
+  const struct lc_fused_ins *fi = lc_fused_instrs(h);
+  bool need[h->ninstr], inneed[h->nin > 0 ? h->nin : 1];
+  int V = p->V;
+  pass_need(h, g->target[g->q], need, inneed, p->K > 0 ? g->kept : NULL);
+  bool store[h->ninstr];
+  for (int m = 0; m < h->ninstr; m++) {
+    store[m] = p->K > 0 && need[m] && !g->kept[m] && g->planned[m];
+    if (store[m]) lc_strbuf_put(s, "  %s t%d[%d];\n", arith(fi[m].dtype), m, p->K * V);
+  }
   if (p->K > 0)
     lc_strbuf_put(s, "#pragma unroll\n  for (int kk = 0; kk < %d; kk++) {\n"
-                  "    const long long j = lane + (long long)kk * %d;\n    if (j < L) {\n",
-                  p->K, p->G);
+                  "    const long long jp = lane + (long long)kk * %d;\n    if (jp * %d < L) {\n",
+                  p->K, p->G, V);
   else
-    lc_strbuf_put(s, "  for (long long j = lane; j < L; j += %d) {\n    {\n", p->G);
+    lc_strbuf_put(s, "  for (long long jp = lane; jp * %d < L; jp += %d) {\n    {\n", V, p->G);
+  if (p->K == 0)
+    for (int k = 0; k < h->nin; k++) {
+      if (!inneed[k]) continue;
+      const char *S = storage(fin[k].dtype);
+      if (V == 1)
+        lc_strbuf_put(s, "      const lc_pk<%s, 1> P%d = {r%d[jp * s%d]};\n", S, k, k, k);
+      else
+        lc_strbuf_put(s, "      const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)r%d)[jp];\n", S, V, k,
+                      S, V, k);
+    }
+  lc_strbuf_put(s, "%s#pragma unroll\n      for (int e = 0; e < %d; e++) {\n"
+                "        const long long j = jp * %d + e;\n        (void)j;\n", pre, V, V);
   for (int k = 0; k < h->nin; k++) {
     if (!inneed[k]) continue;
     if (p->K > 0) {
-      lc_strbuf_put(s, "      const %s x%d = c%d[kk];\n", arith(fin[k].dtype), k, k);
+      lc_strbuf_put(s, "        const %s x%d = c%d[kk * %d + e];\n", arith(fin[k].dtype), k, k, V);
     } else {
-      char e[64];
-      snprintf(e, sizeof e, "r%d[j * s%d]", k, k);
-      lc_strbuf_put(s, "      const %s x%d = ", arith(fin[k].dtype), k);
+      char e[32];
+      snprintf(e, sizeof e, "P%d.e[e]", k);
+      lc_strbuf_put(s, "        const %s x%d = ", arith(fin[k].dtype), k);
       load(s, fin[k].dtype, e);
       lc_strbuf_put(s, ";\n");
     }
   }
+  for (int m = 0; m < h->ninstr; m++) {
+    if (!need[m]) continue;
+    if (p->K > 0 && g->kept[m]) {
+      lc_strbuf_put(s, "        const %s v%d = t%d[kk * %d + e];\n", arith(fi[m].dtype), m, m, V);
+      continue;
+    }
+    if (!emit_ins(s, h, m, "        ")) return false;
+    if (store[m]) lc_strbuf_put(s, "        t%d[kk * %d + e] = v%d;\n", m, V, m);
+  }
+  lc_strbuf_put(s, "%s      }\n%s    }\n  }\n", tail, post);
   for (int m = 0; m < h->ninstr; m++)
-    if (need[m] && !emit_ins(s, h, m, "      ")) return false;
-  lc_strbuf_put(s, "%s    }\n  }\n", tail);
+    if (store[m]) g->kept[m] = true;
+  g->q++;
   return true;
 }
 
-static bool emit_reduce(struct lc_strbuf *s, const struct lc_fused_hdr *h,
-                        const struct lc_fk_plan *p, int m) {
+static bool emit_reduce(struct lc_strbuf *s, struct rowgen *g, int m) {
+  const struct lc_fused_hdr *h = g->h;
+  const struct lc_fk_plan *p = g->p;
   const struct lc_fused_ins *x = &lc_fused_instrs(h)[m];
   struct red r;
   if (!reduction(h, x, &r)) return false;
-  bool need[h->ninstr], inneed[h->nin > 0 ? h->nin : 1];
-  memset(need, 0, sizeof need);
-  memset(inneed, 0, sizeof inneed);
-  mark(h, m, need, inneed);
   char val[16], line[256];
   operand(val, sizeof val, x->arg[0]);
   const char *A = storage(r.acc);
@@ -359,8 +484,8 @@ static bool emit_reduce(struct lc_strbuf *s, const struct lc_fused_hdr *h,
   identity(&id, first, r.acc);
   if (id.oom) return false;
   lc_strbuf_put(s, "  %s a%d = %s;\n", A, m, id.data);
-  snprintf(line, sizeof line, "      a%d = %s()(a%d, (%s)%s);\n", m, fold_name(first), m, A, val);
-  bool ok = emit_pass(s, h, p, need, inneed, line);
+  snprintf(line, sizeof line, "        a%d = %s()(a%d, (%s)%s);\n", m, fold_name(first), m, A, val);
+  bool ok = emit_pass(s, g, "", line, "");
   lc_strbuf_put(s, "  a%d = lc_grp<%d>(a%d, %s(), (%s)%s, (%s *)lc_sh);\n", m, p->G, m,
                 fold_name(first), A, id.data, A);
   free(id.data);
@@ -371,8 +496,8 @@ static bool emit_reduce(struct lc_strbuf *s, const struct lc_fused_hdr *h,
   }
   if (kind == LC_RED_VAR || kind == LC_RED_STD) {
     lc_strbuf_put(s, "  %s q%d = 0;\n", A, m);
-    snprintf(line, sizeof line, "      { const %s d = (%s)%s - m%d; q%d += d * d; }\n", A, A, val, m, m);
-    ok = ok && emit_pass(s, h, p, need, inneed, line);
+    snprintf(line, sizeof line, "        { const %s d = (%s)%s - m%d; q%d += d * d; }\n", A, A, val, m, m);
+    ok = ok && emit_pass(s, g, "", line, "");
     lc_strbuf_put(s, "  q%d = lc_grp<%d>(q%d, RSum(), (%s)0, (%s *)lc_sh);\n", m, p->G, m, A, A);
     lc_strbuf_put(s, "  const %s den%d = (%s)(L - %d);\n", A, m, A, r.ddof);
     lc_strbuf_put(s, "  const %s vr%d = den%d > 0 ? q%d / den%d : (%s)__longlong_as_double(0x7ff8000000000000ll);\n",
@@ -381,8 +506,8 @@ static bool emit_reduce(struct lc_strbuf *s, const struct lc_fused_hdr *h,
   }
   if (kind == LC_RED_LSE) {
     lc_strbuf_put(s, "  const bool f%d = isfinite(a%d);\n  %s e%d = 0;\n", m, m, A, m);
-    snprintf(line, sizeof line, "      if (f%d) e%d += exp((%s)%s - a%d);\n", m, m, A, val, m);
-    ok = ok && emit_pass(s, h, p, need, inneed, line);
+    snprintf(line, sizeof line, "        if (f%d) e%d += exp((%s)%s - a%d);\n", m, m, A, val, m);
+    ok = ok && emit_pass(s, g, "", line, "");
     lc_strbuf_put(s, "  e%d = lc_grp<%d>(e%d, RSum(), (%s)0, (%s *)lc_sh);\n", m, p->G, m, A, A);
     snprintf(res, sizeof res, "(f%d ? a%d + log(e%d) : a%d)", m, m, m, m);
   }
@@ -397,8 +522,15 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
   const struct lc_fused_out *fo = lc_fused_outs(h);
-  int block = p->G > 32 ? p->G : LC_FK_THREADS;
-  if (p->G < 32 || p->G > 1024 || (p->G & (p->G - 1)) || p->K < 0 || p->K > 64) return false;
+  int block = p->G > 32 ? p->G : LC_FK_THREADS, V = p->V;
+  if (p->G < 32 || p->G > 1024 || (p->G & (p->G - 1)) || p->K < 0 || p->K > 64 || V < 1 ||
+      V > 16 || (V & (V - 1)))
+    return false;
+  int target[2 * h->ninstr + 2];
+  bool kept[h->ninstr], planned[h->ninstr];
+  memset(kept, 0, sizeof kept);
+  plan_kept(h, planned);
+  struct rowgen g = {h, p, target, passes(h, target), 0, kept, planned};
   lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_rows(const lc_fk_args a) {\n",
                 block);
   lc_strbuf_put(s, "  __shared__ unsigned long long lc_sh[32];\n  (void)lc_sh;\n");
@@ -419,15 +551,25 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
     if (!S) return false;
     lc_strbuf_put(s, "  const %s *__restrict__ r%d = (const %s *)a.in[%d] + o%d;\n", S, k, S, k, k);
     if (fin[k].mode == LC_FK_FULL) {
-      lc_strbuf_put(s, "  const long long s%d = a.inner[%d];\n  (void)s%d;\n", k, k, k);
+      if (V == 1) /* strided rows: packs of one element, at the inner stride */
+        lc_strbuf_put(s, "  const long long s%d = a.inner[%d];\n", k, k);
       if (p->K > 0) {
         lc_strbuf_put(s, "  %s c%d[%d];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++) {\n"
-                      "    const long long j = lane + (long long)kk * %d;\n    c%d[kk] = j < L ? ",
-                      arith(fin[k].dtype), k, p->K, p->K, p->G, k);
-        char e[64];
-        snprintf(e, sizeof e, "r%d[j * s%d]", k, k);
+                      "    const long long jp = lane + (long long)kk * %d;\n",
+                      arith(fin[k].dtype), k, p->K * V, p->K, p->G);
+        if (V > 1)
+          lc_strbuf_put(s, "    const lc_pk<%s, %d> P = jp * %d < L ? ((const lc_pk<%s, %d> *)r%d)[jp] "
+                        ": lc_pk<%s, %d>{};\n", S, V, V, S, V, k, S, V);
+        lc_strbuf_put(s, "#pragma unroll\n    for (int e = 0; e < %d; e++) c%d[kk * %d + e] = ", V, k, V);
+        char e[96];
+        if (V > 1)
+          snprintf(e, sizeof e, "P.e[e]");
+        else
+          snprintf(e, sizeof e, "(jp < L ? r%d[jp * s%d] : (%s)0)", k, k, S);
         load(s, fin[k].dtype, e);
-        lc_strbuf_put(s, " : (%s)0;\n  }\n", arith(fin[k].dtype));
+        lc_strbuf_put(s, ";\n  }\n");
+      } else if (V == 1) { /* uncached, strided: the pass loads read through the stride */
+        lc_strbuf_put(s, "  (void)s%d;\n", k);
       }
     } else {
       char e[16];
@@ -441,25 +583,25 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   for (int m = 0; m < h->ninstr; m++) {
     const struct lc_fused_ins *x = &fi[m];
     if (x->op == LC_OP_REDUCE) {
-      if (!emit_reduce(s, h, p, m)) return false;
+      if (!emit_reduce(s, &g, m)) return false;
     } else if (x->kind != LC_FK_FULL) {
       for (int k = 0; k < x->nin; k++) {
-        int g = x->arg[k];
-        if (g < 0 ? fin[-g - 1].mode == LC_FK_FULL : fi[g].kind == LC_FK_FULL) return false;
+        int a = x->arg[k];
+        if (a < 0 ? fin[-a - 1].mode == LC_FK_FULL : fi[a].kind == LC_FK_FULL) return false;
       }
       if (!emit_ins(s, h, m, "  ")) return false;
     }
   }
-  /* outputs */
-  bool need[h->ninstr], inneed[h->nin > 0 ? h->nin : 1], any_full = false;
-  memset(need, 0, sizeof need);
-  memset(inneed, 0, sizeof inneed);
-  struct lc_strbuf tail = {0};
+  /* outputs: FULL ones as packs in the last pass, ROW ones by lane 0 */
+  struct lc_strbuf pre = {0}, tail = {0}, post = {0};
+  bool any_full = false;
   for (int o = 0; o < h->nout; o++) {
     int m = fo[o].ins;
     const char *S = storage(fo[o].dtype);
     if (m < 0 || m >= h->ninstr || !S || fo[o].dtype != fi[m].dtype) {
+      free(pre.data);
       free(tail.data);
+      free(post.data);
       return false;
     }
     bool full = fo[o].kind == LC_FK_FULL;
@@ -469,21 +611,24 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
     snprintf(v, sizeof v, "v%d", m);
     if (full) {
       any_full = true;
-      need[m] = true;
-      mark(h, m, need, inneed);
-      lc_strbuf_put(&tail, "      w%d[j] = ", o);
+      lc_strbuf_put(&pre, "      lc_pk<%s, %d> W%d;\n", S, V, o);
+      lc_strbuf_put(&tail, "        W%d.e[e] = ", o);
       store(&tail, fo[o].dtype, v);
       lc_strbuf_put(&tail, ";\n");
+      lc_strbuf_put(&post, "      ((lc_pk<%s, %d> *)w%d)[jp] = W%d;\n", S, V, o, o);
     } else {
       lc_strbuf_put(s, "  if (lane == 0) w%d[0] = ", o);
       store(s, fo[o].dtype, v);
       lc_strbuf_put(s, ";\n");
     }
   }
-  bool ok = !tail.oom && (!any_full || emit_pass(s, h, p, need, inneed, tail.data));
+  bool ok = !pre.oom && !tail.oom && !post.oom &&
+            (!any_full || emit_pass(s, &g, pre.data, tail.data, post.data));
+  free(pre.data);
   free(tail.data);
+  free(post.data);
   lc_strbuf_put(s, "}\n");
-  return ok;
+  return ok && g.q == g.np;
 }
 
 /* ---- the elementwise kernels ---- */
@@ -491,13 +636,14 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
 /* Loads of the non-scalar inputs at index expressions, instructions and
  * stores (`out` formats the destination of output o, e.g. "w%d[i]"). */
 static bool ew_body(struct lc_strbuf *s, const struct lc_fused_hdr *h, const struct lc_fk_plan *p,
-                    const char *in_fmt_c, const char *in_fmt_g, const char *out_fmt) {
+                    const char *in_fmt_c, const char *in_fmt_g, const char *in_fmt_r,
+                    const char *out_fmt) {
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
   for (int k = 0; k < h->nin; k++) {
     if (p->lay[k] == 's') continue;
     char e[64];
-    snprintf(e, sizeof e, p->lay[k] == 'g' ? in_fmt_g : in_fmt_c, k, k);
+    snprintf(e, sizeof e, p->lay[k] == 'g' ? in_fmt_g : p->lay[k] == 'r' ? in_fmt_r : in_fmt_c, k, k);
     lc_strbuf_put(s, "    const %s x%d = ", arith(fin[k].dtype), k);
     load(s, fin[k].dtype, e);
     lc_strbuf_put(s, ";\n");
@@ -522,6 +668,9 @@ static void ew_prologue(struct lc_strbuf *s, const struct lc_fused_hdr *h, const
   for (int k = 0; k < h->nin; k++) {
     const char *S = storage(fin[k].dtype);
     lc_strbuf_put(s, "  const %s *__restrict__ p%d = (const %s *)a.in[%d];\n", S, k, S, k);
+    if (p->lay[k] == 'r') /* repeats its first D elements: element i at i % D */
+      lc_strbuf_put(s, "  const %s D%d = (%s)a.st[%d][0];\n", p->idx64 ? "long long" : "unsigned",
+                    k, p->idx64 ? "long long" : "unsigned", k);
     if (p->lay[k] == 's') {
       lc_strbuf_put(s, "  const %s x%d = ", arith(fin[k].dtype), k);
       char e[16];
@@ -539,7 +688,7 @@ static void ew_prologue(struct lc_strbuf *s, const struct lc_fused_hdr *h, const
 static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const struct lc_fk_plan *p) {
   bool strided = false;
   for (int k = 0; k < h->nin; k++) {
-    if (p->lay[k] != 'c' && p->lay[k] != 's' && p->lay[k] != 'g') return false;
+    if (p->lay[k] != 'c' && p->lay[k] != 's' && p->lay[k] != 'g' && p->lay[k] != 'r') return false;
     strided |= p->lay[k] == 'g';
   }
   if (strided && (p->nd < 1 || p->nd > LC_FK_MAX_DIMS)) return false;
@@ -560,7 +709,7 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
       if (p->lay[k] == 'g') lc_strbuf_put(s, "        g%d += (long long)c * a.st[%d][d];\n", k, k);
     lc_strbuf_put(s, "        r = q;\n      }\n    }\n");
   }
-  if (!ew_body(s, h, p, "p%d[i]", "p%d[g%d]", "w%d[i]")) return false;
+  if (!ew_body(s, h, p, "p%d[i]", "p%d[g%d]", "p%d[i %% D%d]", "w%d[i]")) return false;
   lc_strbuf_put(s, "  }\n}\n");
   if (!p->vec) return true;
   if (strided || p->V < 1 || p->V > 16) return false;
@@ -571,21 +720,25 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
                 "  const long long c = (long long)blockIdx.x * %d + threadIdx.x;\n"
                 "  if (c < nv) {\n", p->V, LC_FK_THREADS);
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
-  for (int k = 0; k < h->nin; k++)
+  for (int k = 0; k < h->nin; k++) {
     if (p->lay[k] == 'c')
       lc_strbuf_put(s, "    const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)p%d)[c];\n",
                     storage(fin[k].dtype), p->V, k, storage(fin[k].dtype), p->V, k);
+    if (p->lay[k] == 'r') /* D is a multiple of V: packs repeat too */
+      lc_strbuf_put(s, "    const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)p%d)[c %% (D%d / %d)];\n",
+                    storage(fin[k].dtype), p->V, k, storage(fin[k].dtype), p->V, k, k, p->V);
+  }
   for (int o = 0; o < h->nout; o++)
     lc_strbuf_put(s, "    lc_pk<%s, %d> W%d;\n", storage(lc_fused_outs(h)[o].dtype), p->V, o);
   lc_strbuf_put(s, "#pragma unroll\n    for (int e = 0; e < %d; e++) {\n", p->V);
-  if (!ew_body(s, h, p, "P%d.e[e]", "", "W%d.e[e]")) return false;
+  if (!ew_body(s, h, p, "P%d.e[e]", "", "P%d.e[e]", "W%d.e[e]")) return false;
   lc_strbuf_put(s, "    }\n");
   for (int o = 0; o < h->nout; o++)
     lc_strbuf_put(s, "    ((lc_pk<%s, %d> *)w%d)[c] = W%d;\n", storage(lc_fused_outs(h)[o].dtype),
                   p->V, o, o);
   lc_strbuf_put(s, "  } else {\n    const long long i = nv * %d + (c - nv);\n    if (i >= a.n) return;\n",
                 p->V);
-  if (!ew_body(s, h, p, "p%d[i]", "", "w%d[i]")) return false;
+  if (!ew_body(s, h, p, "p%d[i]", "", "p%d[i %% D%d]", "w%d[i]")) return false;
   lc_strbuf_put(s, "  }\n}\n");
   return true;
 }

@@ -15,8 +15,8 @@
  * module that failed is remembered (NULL kernels) and never retried;
  * nothing here reports through lc_error (the caller falls back to the CPU).
  *
- * Environment: LACE_CUDA_VERBOSE=1 prints NVRTC's log of failed builds and
- * the source of every kernel built. */
+ * Environment: LACE_CUDA_VERBOSE=1 prints NVRTC's log (and the source) of
+ * failed builds, =2 also the source of every kernel built. */
 #ifdef LACE_CUDA
 #include <cuda_runtime_api.h>
 #include <nvrtc.h>
@@ -43,9 +43,9 @@ static size_t table_n, table_cap;
 static long modules_built;
 static int arch_of[64]; /* per device: 10 * major + minor, 0 until asked */
 
-static bool verbose(void) {
+static int verbose(void) {
   const char *e = getenv("LACE_CUDA_VERBOSE");
-  return e && *e && strcmp(e, "0") != 0;
+  return e && *e ? atoi(e) : 0;
 }
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
@@ -107,7 +107,7 @@ static void *cubin(const char *src, int arch, size_t *len) {
       fclose(f);
     }
   }
-  if (verbose()) fprintf(stderr, "lace: building a fused CUDA kernel:\n%s\n", src);
+  if (verbose() >= 2) fprintf(stderr, "lace: building a fused CUDA kernel:\n%s\n", src);
   void *bin = lc_nvrtc_compile(src, arch, len);
   if (bin && have_dir) {
     snprintf(tmp, sizeof tmp, "%s/.cuda-%016llx-%ld.tmp", dir, (unsigned long long)h, (long)getpid());

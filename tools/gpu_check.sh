@@ -1,0 +1,31 @@
+#!/bin/sh
+# The GPU check: the GPU tests and the side-by-side GPU benchmark.
+#   sh tools/gpu_check.sh          builds build-gpu (Release, LACE_CUDA=ON),
+#                                  then runs them from there
+#   sh tools/gpu_check.sh DIR      runs prebuilt binaries from DIR (how the
+#                                  lent H200 runs binaries built elsewhere)
+# LACE_GPU_BENCH=0 skips the benchmark; its output is in gpu-bench.log.
+# Exit status: non-zero when a test failed (a skip, 77, is not a failure).
+set -u
+[ -f tools/gpu_env.sh ] && . tools/gpu_env.sh
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+if [ $# -ge 1 ]; then
+  T=$1 B=$1
+else
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DLACE_CUDA=ON -DLACE_BUILD_BENCH=ON >/dev/null &&
+    cmake --build build-gpu -j"$(nproc)" || exit 1
+  T=build-gpu/tests B=build-gpu/bench
+fi
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
+rc=0
+for t in test_gpu_ops test_gpu_compile test_gpu_nccl; do
+  echo "== $t"
+  "$T/$t"
+  s=$?
+  [ $s -eq 0 ] || [ $s -eq 77 ] || { echo "== $t FAILED ($s)"; rc=1; }
+done
+if [ "${LACE_GPU_BENCH:-1}" != 0 ]; then
+  echo "== bench"
+  PYTHONUNBUFFERED=1 python3 tools/gpu_bench.py "$B/bench_gpu" 2>&1 | tee gpu-bench.log
+fi
+exit $rc
