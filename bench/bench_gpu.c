@@ -4,6 +4,8 @@
  * torch on the same shapes in the same job and divides by the device's
  * measured copy bandwidth. Without a GPU it says so and exits 0. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "bench_common.h"
 
@@ -79,6 +81,15 @@ static int c_silu_mul(const mlx_array *x, mlx_array *o) {
 static int c_rope(const mlx_array *x, mlx_array *o) { /* x, y (rows, 4096); c, s (4096) */
   o[0] = OP(mlx_subtract, OP(mlx_multiply, x[0], x[2]), OP(mlx_multiply, x[1], x[3]));
   o[1] = OP(mlx_add, OP(mlx_multiply, x[0], x[3]), OP(mlx_multiply, x[1], x[2]));
+  return 2;
+}
+static int c_rope1(const mlx_array *x, mlx_array *o) { /* rope's first output alone */
+  o[0] = OP(mlx_subtract, OP(mlx_multiply, x[0], x[2]), OP(mlx_multiply, x[1], x[3]));
+  return 1;
+}
+static int c_two_out(const mlx_array *x, mlx_array *o) { /* two outputs, no broadcast */
+  o[0] = OP(mlx_multiply, x[0], x[1]);
+  o[1] = OP(mlx_add, x[0], x[1]);
   return 2;
 }
 static int c_layer_norm(const mlx_array *x, mlx_array *o) { /* w, b (4096) */
@@ -188,7 +199,10 @@ int main(void) {
   const mlx_dtype dts[] = {MLX_FLOAT32, MLX_BFLOAT16};
   const char *dtn[] = {"float32", "bfloat16"};
   const int sizes[] = {1 << 24, 1 << 28};
-  for (int d = 0; d < 2; d++)
+  /* LACE_BENCH_GPU_ONLY=compiled: the compiled cases alone */
+  const char *only = getenv("LACE_BENCH_GPU_ONLY");
+  bool compiled_only = only && strcmp(only, "compiled") == 0;
+  for (int d = 0; d < 2 && !compiled_only; d++)
     for (int s = 0; s < 2; s++) {
       int n = sizes[s], rows = n / 4096, shape1[] = {n}, shape2[] = {rows, 4096};
       double isz = d == 0 ? 4 : 2;
@@ -223,7 +237,8 @@ int main(void) {
     int full_out;  /* outputs of n elements */
     double row_out; /* outputs of one element per row */
   } cc[] = {{"gelu_compiled", c_gelu, 1, 1, 1, 0},       {"silu_mul_compiled", c_silu_mul, 2, 2, 1, 0},
-            {"rope_compiled", c_rope, 4, 2, 2, 0},       {"layer_norm_compiled", c_layer_norm, 4, 1, 1, 0},
+            {"rope_compiled", c_rope, 4, 2, 2, 0},       {"rope1_compiled", c_rope1, 4, 2, 1, 0},
+            {"two_out_compiled", c_two_out, 2, 2, 2, 0},       {"layer_norm_compiled", c_layer_norm, 4, 1, 1, 0},
             {"softmax_compiled", c_softmax, 1, 1, 1, 0}, {"rms_norm_compiled", c_rms_norm, 3, 1, 1, 0},
             {"logsumexp_compiled", c_logsumexp, 1, 1, 0, 1}};
   for (int d = 0; d < 2; d++)
@@ -269,7 +284,7 @@ int main(void) {
     mlx_closure_free(f);
     mlx_closure_free(plain);
   }
-  for (int d = 0; d < 2; d++) {
+  for (int d = 0; d < 2 && !compiled_only; d++) {
     int m = 8192, shape[] = {m, m};
     struct ew_case c = {.kind = 5, .dt = dts[d]};
     c.x = rand_on_gpu(shape, 2, dts[d]);

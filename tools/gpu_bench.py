@@ -10,23 +10,27 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 ROW = 4096
 
-# name -> (fn over (x, y, c, s), full inputs read, full outputs written, row outputs)
-def cases(xp, erf, sigmoid, rsqrt):
+# name -> (fn over (x, y, c, s), full inputs read, full outputs written, row outputs);
+# rmax/rsum/rmean reduce the last axis keeping it
+def cases(xp, erf, sigmoid, rsqrt, rmax, rsum, rmean):
     def gelu(x, y, c, s): return 0.5 * x * (1 + erf(x * 0.7071067811865476))
     def silu_mul(x, y, c, s): return x * sigmoid(x) * y
     def rope(x, y, c, s): return (x * c - y * s, x * s + y * c)
+    def rope1(x, y, c, s): return x * c - y * s
+    def two_out(x, y, c, s): return (x * y, x + y)
     def layer_norm(x, y, c, s):
-        m = x.mean(-1, keepdims=True)
-        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        m = rmean(x)
+        v = rmean((x - m) ** 2)
         return (x - m) * rsqrt(v + 1e-5) * c + s
     def softmax(x, y, c, s):
-        e = xp.exp(x - x.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
-    def rms_norm(x, y, c, s): return x * rsqrt((x * x).mean(-1, keepdims=True) + 1e-6) * c
+        e = xp.exp(x - rmax(x))
+        return e / rsum(e)
+    def rms_norm(x, y, c, s): return x * rsqrt(rmean(x * x) + 1e-6) * c
     def logsumexp(x, y, c, s):
-        m = x.max(-1, keepdims=True)
-        return xp.log(xp.exp(x - m).sum(-1, keepdims=True)) + m
+        m = rmax(x)
+        return xp.log(rsum(xp.exp(x - m))) + m
     return {"gelu": (gelu, 1, 1, 0), "silu_mul": (silu_mul, 2, 1, 0), "rope": (rope, 2, 2, 0),
+            "rope1": (rope1, 2, 1, 0), "two_out": (two_out, 2, 2, 0),
             "layer_norm": (layer_norm, 1, 1, 0), "softmax": (softmax, 1, 1, 0),
             "rms_norm": (rms_norm, 1, 1, 0), "logsumexp": (logsumexp, 1, 0, 1)}
 
@@ -58,7 +62,8 @@ def torch_cases(sizes):
             ts.append(s.elapsed_time(e) / 1e3)
         ts.sort()
         return ts[len(ts) // 2]
-    cs = cases(torch, torch.erf, torch.sigmoid, torch.rsqrt)
+    cs = cases(torch, torch.erf, torch.sigmoid, torch.rsqrt, lambda x: x.amax(-1, keepdim=True),
+               lambda x: x.sum(-1, keepdim=True), lambda x: x.mean(-1, keepdim=True))
     soft = lambda x: torch.softmax(x, -1)
     for dt, name in ((torch.float32, "float32"), (torch.bfloat16, "bfloat16")):
         for n in sizes:
@@ -92,7 +97,8 @@ def jax_cases(sizes):
     import jax, jax.numpy as jnp
     from jax.scipy.special import erf
     out = Results()
-    cs = cases(jnp, erf, jax.nn.sigmoid, jax.lax.rsqrt)
+    cs = cases(jnp, erf, jax.nn.sigmoid, jax.lax.rsqrt, lambda x: x.max(-1, keepdims=True),
+               lambda x: x.sum(-1, keepdims=True), lambda x: x.mean(-1, keepdims=True))
     key = jax.random.PRNGKey(0)
     for dt, name in ((jnp.float32, "float32"), (jnp.bfloat16, "bfloat16")):
         for n in sizes:
@@ -130,7 +136,7 @@ def main():
     peak = {dt: 2 * n * (4 if dt == "float32" else 2) / tc[("copy", dt, n)] for dt in ("float32", "bfloat16")}
     print("torch device-to-device copy: %.0f GB/s (float32, %d elements, read+write)" % (peak["float32"] / 1e9, n))
     bpe = {"copy": 2, "add": 3, "gelu_uncompiled": 2, "row_sum": 1, "softmax_uncompiled": 2, "softmax_op": 2}
-    names = cases(None, None, None, None)
+    names = cases(*([None] * 7))
     for k, (_, fi, fo, ro) in names.items():
         bpe[k + "_compiled"] = fi + fo + ro / ROW
     print("%-22s %-9s %10s %9s %9s | fraction of copy bandwidth: lace, others" % ("case", "dtype", "n", "lace ms", "torch ms"))

@@ -271,6 +271,8 @@ static void build_regions(const struct gcase *c, mlx_vector_array outs) {
         plans[q].K = gkv[q][1];
         plans[q].V = gkv[q][2];
       }
+      for (int k = 1; k < h->nin && k < 32; k++) /* weight-like inputs, read by each pass */
+        if (lc_fused_ins_in(h)[k].mode == LC_FK_FULL) plans[1].nocache |= 1u << k;
     } else { /* flat; scalar; strided; repeated, with the vector kernel */
       for (int k = 0; k < h->nin; k++) {
         plans[0].lay[k] = 'c';
@@ -279,6 +281,7 @@ static void build_regions(const struct gcase *c, mlx_vector_array outs) {
         plans[3].lay[k] = k == 0 ? 'c' : 'r';
       }
       plans[0].vec = plans[1].vec = plans[3].vec = 1;
+      plans[3].U = 2;
       plans[0].V = plans[1].V = plans[3].V = lc_fk_vector_width(h);
       plans[2].nd = 3;
       plans[2].idx64 = 1;

@@ -110,6 +110,10 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
   p.V = p.vec ? lc_fk_vector_width(h) : 0;
   for (int k = 0; k < h->nin && p.vec; k++)
     if (p.lay[k] == 'r' && a->st[k][0] % p.V) p.vec = 0, p.V = 0; /* packs must repeat too */
+  if (p.vec) { /* packs per thread: LACE_CUDA_EW_UNROLL, default 1 */
+    const char *e = getenv("LACE_CUDA_EW_UNROLL");
+    p.U = e && atoi(e) > 1 && atoi(e) <= 8 ? atoi(e) : 1;
+  }
   a->n = size;
   /* the output: one takes over a flat input's buffer nobody else sees
    * (each thread reads its elements before writing them) */
@@ -148,8 +152,8 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
   void *fv = vec ? lc_fk_kernel(h, &p, n->dev, "lc_fk_ewv") : NULL;
   int rc;
   if (fv) {
-    int64_t nv = size / p.V, threads = nv + size % p.V;
-    rc = launch(fv, (unsigned)((threads + LC_FK_THREADS - 1) / LC_FK_THREADS), LC_FK_THREADS, a, n->dev);
+    int64_t nv = size / p.V, packs = nv + size % p.V, per_block = (int64_t)LC_FK_THREADS * p.U;
+    rc = launch(fv, (unsigned)((packs + per_block - 1) / per_block), LC_FK_THREADS, a, n->dev);
   } else {
     int64_t b = (size + LC_FK_THREADS - 1) / LC_FK_THREADS;
     rc = launch(fn, (unsigned)(b < (1 << 20) ? b : (1 << 20)), LC_FK_THREADS, a, n->dev);
@@ -161,14 +165,18 @@ static int eval_elementwise_region(struct lc_node *n, const struct lc_fused_hdr 
 /* Threads per row (G) and packs of V elements cached per thread (K) for
  * rows of L elements whose kernel keeps `arrays` register arrays (FULL
  * inputs and kept values): the fewest threads that keep a thread's share
- * within 16 elements per array and 48 in all (rows longer than that are
- * re-read from L2 by 1024 threads, K = 0). */
-static void row_shape(int64_t L, int V, int arrays, int *G, int *K) {
+ * within E elements per array (LACE_CUDA_ROW_ELEMS; by default E0, 64
+ * bytes of the widest FULL dtype: on the H200 fewer were slower, and more
+ * for float32, BENCHMARKS.md) and 4 E in all; rows longer than that are
+ * re-read from L2 by 1024 threads (K = 0). */
+static void row_shape(int64_t L, int V, int E0, int arrays, int *G, int *K) {
   int w = arrays > 0 ? arrays : 1;
+  const char *env = getenv("LACE_CUDA_ROW_ELEMS");
+  int64_t E = env && atoi(env) > 0 ? atoi(env) : E0;
   for (int g = 32; g <= 1024; g *= 2) {
     int64_t packs = (L / V + g - 1) / g, k = 1;
     while (k < packs) k *= 2;
-    if (k * V <= 16 && k * V * w <= 48) {
+    if (k * V <= E && k * V * w <= 4 * E) {
       *G = g;
       *K = (int)k;
       return;
@@ -237,8 +245,20 @@ static int eval_row_region(struct lc_node *n, const struct lc_fused_hdr *h) {
     for (int d = 0; d < m; d++) ok &= a->st[k][d] % p.V == 0;
     if (!ok) p.V = 1;
   }
+  /* FULL inputs that are the same row for every row (weights) stay in
+   * L1/L2 rather than in each thread's registers */
+  int arrays = lc_fk_row_arrays(h);
+  for (int k = 0; k < h->nin && k < 32; k++) {
+    if (fin[k].mode != LC_FK_FULL) continue;
+    bool same = true;
+    for (int d = 0; d < m; d++) same &= a->st[k][d] == 0;
+    if (same && m > 0) {
+      p.nocache |= 1u << k;
+      arrays--;
+    }
+  }
   (void)nfull;
-  row_shape(L, p.V, lc_fk_row_arrays(h), &p.G, &p.K);
+  row_shape(L, p.V, (int)(16 / widest) * 4, arrays, &p.G, &p.K);
   void *fn = rows > 0 ? lc_fk_kernel(h, &p, n->dev, "lc_fk_rows") : NULL;
   if (rows > 0 && !fn) {
     free(a);

@@ -19,8 +19,10 @@ struct lc_fk_plan {
   int32_t idx64; /* elementwise: 64-bit flat indices */
   int32_t vec;   /* elementwise: also emit lc_fk_ewv (every input contiguous or scalar) */
   int32_t V;     /* lc_fk_ewv: elements per thread; rows: elements per pack */
+  int32_t U;     /* lc_fk_ewv: packs per thread */
   int32_t G;     /* rows: threads per row (32: a warp; more: the block) */
-  int32_t K;     /* rows: row elements cached per thread (0: none, re-read) */
+  int32_t K;     /* rows: packs of V cached per thread (0: none, re-read) */
+  uint32_t nocache; /* rows: FULL inputs read by every pass instead (bit k: input k) */
   /* elementwise input layouts: 'c' flat, 's' scalar, 'g' strided, 'r' its
    * first D elements repeated (D in args st[k][0]) */
   char lay[LC_FK_MAX_IN];

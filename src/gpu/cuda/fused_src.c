@@ -12,9 +12,9 @@
  * Elementwise regions (plan->rows == 0): lc_fk_ew, a grid-stride loop over
  * the flat index with each input read flat ('c'), once ('s') or through
  * strides over plan->nd merged dimensions ('g'); with plan->vec, also
- * lc_fk_ewv, V consecutive elements per thread through single 16-byte
- * (or narrower) accesses, for when every input is flat or a scalar and
- * every pointer is aligned.
+ * lc_fk_ewv, U packs of V consecutive elements per thread, each through
+ * one 16-byte (or narrower) access, for when every input is flat, a
+ * scalar or repeated, and every pointer is aligned.
  *
  * Row regions: lc_fk_rows, G threads per row. A thread's share of a row's
  * FULL inputs (K elements, j = lane + k * G) is loaded once into registers
@@ -427,9 +427,8 @@ static bool emit_pass(struct lc_strbuf *s, struct rowgen *g, const char *pre, co
                   p->K, p->G, V);
   else
     lc_strbuf_put(s, "  for (long long jp = lane; jp * %d < L; jp += %d) {\n    {\n", V, p->G);
-  if (p->K == 0)
-    for (int k = 0; k < h->nin; k++) {
-      if (!inneed[k]) continue;
+  for (int k = 0; k < h->nin; k++) {
+      if (!inneed[k] || (p->K > 0 && !(p->nocache >> k & 1))) continue;
       const char *S = storage(fin[k].dtype);
       if (V == 1)
         lc_strbuf_put(s, "      const lc_pk<%s, 1> P%d = {r%d[jp * s%d]};\n", S, k, k, k);
@@ -441,7 +440,7 @@ static bool emit_pass(struct lc_strbuf *s, struct rowgen *g, const char *pre, co
                 "        const long long j = jp * %d + e;\n        (void)j;\n", pre, V, V);
   for (int k = 0; k < h->nin; k++) {
     if (!inneed[k]) continue;
-    if (p->K > 0) {
+    if (p->K > 0 && !(p->nocache >> k & 1)) {
       lc_strbuf_put(s, "        const %s x%d = c%d[kk * %d + e];\n", arith(fin[k].dtype), k, k, V);
     } else {
       char e[32];
@@ -553,7 +552,7 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
     if (fin[k].mode == LC_FK_FULL) {
       if (V == 1) /* strided rows: packs of one element, at the inner stride */
         lc_strbuf_put(s, "  const long long s%d = a.inner[%d];\n", k, k);
-      if (p->K > 0) {
+      if (p->K > 0 && !(p->nocache >> k & 1)) {
         lc_strbuf_put(s, "  %s c%d[%d];\n#pragma unroll\n  for (int kk = 0; kk < %d; kk++) {\n"
                       "    const long long jp = lane + (long long)kk * %d;\n",
                       arith(fin[k].dtype), k, p->K * V, p->K, p->G);
@@ -571,6 +570,8 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
       } else if (V == 1) { /* uncached, strided: the pass loads read through the stride */
         lc_strbuf_put(s, "  (void)s%d;\n", k);
       }
+      /* uncached inputs (K == 0, or the same row for every row: weights)
+       * are read by each pass that needs them, from L1/L2 */
     } else {
       char e[16];
       snprintf(e, sizeof e, "r%d[0]", k);
@@ -716,17 +717,21 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
   lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_ewv(const lc_fk_args a) {\n",
                 LC_FK_THREADS);
   ew_prologue(s, h, p);
+  int U = p->U > 1 ? p->U : 1;
   lc_strbuf_put(s, "  const long long nv = a.n / %d;\n"
-                "  const long long c = (long long)blockIdx.x * %d + threadIdx.x;\n"
-                "  if (c < nv) {\n", p->V, LC_FK_THREADS);
+                "  const long long c0 = (long long)blockIdx.x * %d + threadIdx.x;\n"
+                "#pragma unroll\n  for (int u = 0; u < %d; u++) {\n"
+                "  const long long c = c0 + u * %d;\n"
+                "  if (c < nv) {\n", p->V, LC_FK_THREADS * U, U, LC_FK_THREADS);
   const struct lc_fused_in *fin = lc_fused_ins_in(h);
   for (int k = 0; k < h->nin; k++) {
     if (p->lay[k] == 'c')
       lc_strbuf_put(s, "    const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)p%d)[c];\n",
                     storage(fin[k].dtype), p->V, k, storage(fin[k].dtype), p->V, k);
     if (p->lay[k] == 'r') /* D is a multiple of V: packs repeat too */
-      lc_strbuf_put(s, "    const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)p%d)[c %% (D%d / %d)];\n",
-                    storage(fin[k].dtype), p->V, k, storage(fin[k].dtype), p->V, k, k, p->V);
+      lc_strbuf_put(s, "    const lc_pk<%s, %d> P%d = ((const lc_pk<%s, %d> *)p%d)[(%s)c %% (D%d / %d)];\n",
+                    storage(fin[k].dtype), p->V, k, storage(fin[k].dtype), p->V, k,
+                    p->idx64 ? "long long" : "unsigned", k, p->V);
   }
   for (int o = 0; o < h->nout; o++)
     lc_strbuf_put(s, "    lc_pk<%s, %d> W%d;\n", storage(lc_fused_outs(h)[o].dtype), p->V, o);
@@ -736,10 +741,10 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
   for (int o = 0; o < h->nout; o++)
     lc_strbuf_put(s, "    ((lc_pk<%s, %d> *)w%d)[c] = W%d;\n", storage(lc_fused_outs(h)[o].dtype),
                   p->V, o, o);
-  lc_strbuf_put(s, "  } else {\n    const long long i = nv * %d + (c - nv);\n    if (i >= a.n) return;\n",
+  lc_strbuf_put(s, "  } else {\n    const long long i = nv * %d + (c - nv);\n    if (i >= a.n) break;\n",
                 p->V);
   if (!ew_body(s, h, p, "p%d[i]", "", "p%d[i %% D%d]", "w%d[i]")) return false;
-  lc_strbuf_put(s, "  }\n}\n");
+  lc_strbuf_put(s, "  }\n  }\n}\n");
   return true;
 }
 
