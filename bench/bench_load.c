@@ -87,7 +87,7 @@ static int run_case(const char *path, const char *what, const char *mode, int mi
   double check = 0;
   int ntouch = !strcmp(what, "open") ? 0 : !strcmp(what, "eval_one") ? 1 : NT;
   for (int t = 0; t < ntouch; t++) {
-    char key[8];
+    char key[16];
     snprintf(key, sizeof key, "w%02d", t);
     mlx_array a = mlx_array_new(), r = mlx_array_new();
     if (mlx_map_string_to_array_get(&a, m, key)) return 1;

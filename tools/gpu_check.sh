@@ -4,7 +4,8 @@
 #                                  then runs them from there
 #   sh tools/gpu_check.sh DIR      runs prebuilt binaries from DIR (how the
 #                                  lent H200 runs binaries built elsewhere)
-# LACE_GPU_BENCH=0 skips the benchmark; its output is in gpu-bench.log.
+# LACE_GPU_BENCH=0 skips the benchmarks; their output is in gpu-bench.log and
+# gpu-decode.log (the transformer decode step: lace, torch, jax).
 # Exit status: non-zero when a test failed (a skip, 77, is not a failure).
 set -u
 [ -f tools/gpu_env.sh ] && . tools/gpu_env.sh
@@ -18,7 +19,7 @@ else
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 rc=0
-for t in test_gpu_ops test_gpu_compile test_gpu_nccl; do
+for t in test_gpu_ops test_gpu_index test_gpu_fast test_gpu_compile test_gpu_graphs test_gpu_nccl; do
   echo "== $t"
   "$T/$t"
   s=$?
@@ -27,5 +28,7 @@ done
 if [ "${LACE_GPU_BENCH:-1}" != 0 ]; then
   echo "== bench"
   PYTHONUNBUFFERED=1 python3 tools/gpu_bench.py "$B/bench_gpu" 2>&1 | tee gpu-bench.log
+  echo "== decode"
+  PYTHONUNBUFFERED=1 python3 tools/gpu_decode.py "$B/bench_decode" 2>&1 | tee gpu-decode.log
 fi
 exit $rc

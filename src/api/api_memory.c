@@ -2,9 +2,11 @@
 #include "api/api.h"
 #include "core/alloc.h"
 #include "gpu/gpu.h"
+#include "gpu/graphs.h"
 
 int mlx_clear_cache(void) {
   lc_alloc_clear_cache();
+  lc_gpu_graphs_clear(); /* captured graphs hold blocks for their private nodes */
   lc_gpu_clear_cache();
   return 0;
 }

@@ -55,12 +55,7 @@ int mlx_full_like(mlx_array *res, const mlx_array a, const mlx_array vals, mlx_d
   PROLOGUE("mlx_full_like");
   LC_CHECK_ARR("mlx_full_like", a);
   LC_CHECK_ARR("mlx_full_like", vals);
-  struct lc_node *x = lc_arr(a), *v = lc_arr(vals);
-  int cap = x->ndim > v->ndim ? x->ndim : v->ndim, nd;
-  int shape[cap > 0 ? cap : 1];
-  if (lc_broadcast_shapes("mlx_full_like", x->ndim, x->shape, v->ndim, v->shape, &nd, shape))
-    return 1;
-  return lc_api_set(res, lc_full_array(nd, shape, v, dtype));
+  return lc_api_set(res, lc_full_like("mlx_full_like", lc_arr(a), lc_arr(vals), dtype));
 }
 
 int mlx_arange(mlx_array *res, double start, double stop, double step, mlx_dtype dtype,

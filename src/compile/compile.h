@@ -37,7 +37,10 @@ struct lc_cinstr {
   int *out; /* value ids, owned */
   void *params; /* owned copy, params_size bytes */
   size_t params_size;
+  int dev; /* where the traced node ran (LC_DEV_CPU or a GPU), or LC_DEV_ANY:
+            * replay builds it there, as MLX replays on the traced streams */
 };
+#define LC_DEV_ANY (-2) /* an instruction of no particular device (imported) */
 
 struct lc_cprog {
   int nin, nconst, nval, ninstr, nout;

@@ -16,7 +16,9 @@
  * are tracked as one bitset of regions per value.
  *
  * Broadcast views feeding a region from outside are absorbed: the region
- * reads the root of the broadcast chain through broadcast strides. A region
+ * reads the root of the broadcast chain through broadcast strides. A
+ * broadcast with a shape partner (lc_broadcast_like) is a chain's root:
+ * its shape is not its consumer's in shapeless replay. A region
  * of one instruction stays as it is. Values of a region read outside it (by
  * other instructions, or as program outputs) escape; the rest live in
  * scratch. */
@@ -68,7 +70,9 @@ int lc_fuse_region_of_val(const struct lc_fuse_ctx *c, int v, int *root) {
     if (pr < 0 || pr >= c->ni) return -1;
     if (c->region_of[pr] >= 0) break;
     int op = p->instrs[pr].op;
-    if ((op != LC_OP_BROADCAST && op != LC_OP_RESHAPE) || n == MAX_ALIAS) return -1;
+    if ((op != LC_OP_BROADCAST && op != LC_OP_RESHAPE) || p->instrs[pr].nin != 1 ||
+        n == MAX_ALIAS)
+      return -1;
     chain[n++] = v;
     v = p->instrs[pr].in[0];
   }
@@ -128,12 +132,13 @@ int lc_compile_fuse(struct lc_cprog *p) {
   int *start = malloc(sizeof(int) * ((size_t)nf + 1));
   int *fill = calloc((size_t)nf + 1, sizeof(int));
   char *used = calloc((size_t)nv + 1, 1);
+  int *rdev = calloc((size_t)nf + 1, sizeof(int)); /* a region's device: one per kernel */
   struct lc_fuse_ctx c = {.p = p, .ni = ni};
   c.region_of = malloc(sizeof(int) * ((size_t)ni + 1));
   c.space = malloc(sizeof(int) * ((size_t)nf + 1));
   c.rows = calloc((size_t)nf + 1, 1);
   c.escapes = calloc((size_t)ni + 1, 1);
-  if (!deps || !tmp || !rdep || !count || !memb || !start || !fill || !used || !c.region_of ||
+  if (!deps || !tmp || !rdep || !count || !memb || !start || !fill || !used || !rdev || !c.region_of ||
       !c.space || !c.rows || !c.escapes) {
     lc_error("out of memory");
     goto done;
@@ -148,7 +153,9 @@ int lc_compile_fuse(struct lc_cprog *p) {
       int r = -1;
       for (int k = 0; k < ins->nin && r < 0; k++) {
         int cr = arg_region(&c, ins->in[k]);
-        if (cr < 0 || count[cr] >= LC_FUSE_MAX_REGION || !fits(&c, cr, ins)) continue;
+        if (cr < 0 || count[cr] >= LC_FUSE_MAX_REGION || rdev[cr] != ins->dev ||
+            !fits(&c, cr, ins))
+          continue;
         bool ok = true;
         for (int q = 0; q < ins->nin && ok; q++)
           ok = arg_region(&c, ins->in[q]) == cr || !has(deps, words, ins->in[q], cr);
@@ -156,6 +163,7 @@ int lc_compile_fuse(struct lc_cprog *p) {
       }
       if (r < 0) {
         r = nreg++;
+        rdev[r] = ins->dev;
         c.space[r] = ins->op == LC_OP_REDUCE ? ins->in[0] : ins->out[0];
       } else {
         /* ...then merge the other argument regions of the same shape that
@@ -165,7 +173,7 @@ int lc_compile_fuse(struct lc_cprog *p) {
           int cr = arg_region(&c, ins->in[k]);
           if (cr < 0 || cr == r) continue;
           const struct lc_cval *a = &p->vals[c.space[r]], *b = &p->vals[c.space[cr]];
-          bool ok = count[r] + count[cr] < LC_FUSE_MAX_REGION &&
+          bool ok = count[r] + count[cr] < LC_FUSE_MAX_REGION && rdev[cr] == rdev[r] &&
                     lc_shape_equal(a->ndim, a->shape, b->ndim, b->shape) &&
                     !has(rdep, words, cr, r) && !has(rdep, words, r, cr);
           for (int q = 0; q < ins->nin && ok; q++) {
@@ -248,6 +256,7 @@ done:
   free(start);
   free(fill);
   free(used);
+  free(rdev);
   free(c.region_of);
   free(c.space);
   free(c.rows);

@@ -15,12 +15,13 @@
 #include "core/error.h"
 #include "ops/prim.h"
 
-/* The root of a broadcast chain ending at value v. */
+/* The root of a broadcast chain ending at value v (a broadcast with a
+ * shape partner is a root). */
 static int bcast_root(const struct lc_cprog *p, int v, bool *through) {
   *through = false;
   for (;;) {
     int pr = p->vals[v].prod;
-    if (pr < 0 || p->instrs[pr].op != LC_OP_BROADCAST) return v;
+    if (pr < 0 || p->instrs[pr].op != LC_OP_BROADCAST || p->instrs[pr].nin != 1) return v;
     v = p->instrs[pr].in[0];
     *through = true;
   }
@@ -159,7 +160,9 @@ int lc_fuse_emit(struct lc_fuse_ctx *c, const int *mem, int nm, int rid) {
     if (ins->params_size) memcpy((char *)blob + poff, ins->params, ins->params_size);
     poff = align16(poff + ins->params_size);
   }
-  rc = lc_cprog_add_instr(p, LC_OP_FUSED, nin, in_vals, nout, out_vals, blob, off) < 0;
+  int at = lc_cprog_add_instr(p, LC_OP_FUSED, nin, in_vals, nout, out_vals, blob, off);
+  rc = at < 0;
+  if (!rc) p->instrs[at].dev = p->instrs[mem[0]].dev; /* members share one device (fuse.c) */
 done:
   free(ins_of_val);
   free(in_vals);

@@ -73,7 +73,8 @@ int lc_cprog_add_instr(struct lc_cprog *p, int op, int nin, const int *in, int n
     p->instrs = ni;
     p->cap_instrs = ncap;
   }
-  struct lc_cinstr ins = {.op = op, .nin = nin, .nout = nout, .params_size = params_size};
+  struct lc_cinstr ins = {
+      .op = op, .nin = nin, .nout = nout, .params_size = params_size, .dev = LC_DEV_ANY};
   ins.in = dup_mem(in, sizeof(int) * (size_t)nin);
   ins.out = dup_mem(out, sizeof(int) * (size_t)nout);
   ins.params = dup_mem(params, params_size);

@@ -4,13 +4,19 @@
  * shapes from the inputs' instead, with numpy broadcasting as the one rule:
  *  - a BROADCAST instruction is not built where it is traced; its value
  *    stands for its source (the root of a chain of broadcasts);
+ *  - except a broadcast with a shape partner (lc_broadcast_like: zeros_like
+ *    and the like), which is built in the broadcast of its source's and
+ *    its partner's shapes;
  *  - an elementwise or FUSED instruction's shape is the broadcast of its
  *    arguments' (sources') shapes; arguments that were not broadcast in the
  *    trace ("plain") must already have that shape, broadcast ones are
  *    broadcast to it;
- *  - other primitives need their output_shape slot.
+ *  - other primitives need their output_shape slot (tuple primitives their
+ *    tuple_build slot: getters then take their shapes and byte offsets
+ *    from the rebuilt tuple), and input_shape for an argument that was a
+ *    broadcast in the trace: it is broadcast to the shape that slot gives.
  * Anything outside these rules (a plain argument of another shape, a rank
- * change, a primitive without output_shape) makes replay decline without
+ * change, a primitive without those slots) makes replay decline without
  * reporting, and the caller traces the function again for these shapes, so
  * shapeless compile never silently computes a different graph. The rule
  * matches the function whenever its shapes come from implicit broadcasting;
@@ -23,13 +29,18 @@
 
 #include "compile/compile.h"
 #include "core/error.h"
+#include "core/graph.h"
 #include "ops/elementwise.h"
 #include "ops/prim.h"
+#include "ops/tuple.h"
 
 struct rstate {
   const struct lc_cprog *p;
   struct lc_node **v; /* one owned reference per value (NULL: not built) */
   char *virt;         /* shapeless: value is a broadcast standing for v[] */
+  /* shapeless: a rebuilt tuple value's getters (owned references, then
+   * NULL-terminated), for its TUPLE_GET instructions; NULL elsewhere */
+  struct lc_node ***tup;
   bool infer, reported;
 };
 
@@ -120,6 +131,122 @@ static int infer_rows(struct rstate *s, const struct lc_cinstr *ins, const struc
   return 0;
 }
 
+/* Whether shape (na, a) broadcasts to (nd, sh). */
+static bool bcasts_to(int na, const int *a, int nd, const int *sh) {
+  if (na > nd) return false;
+  for (int i = 0; i < na; i++) {
+    int x = a[i], y = sh[nd - na + i];
+    if (x != y && x != 1) return false;
+  }
+  return true;
+}
+
+/* A broadcast with a shape partner: built in the broadcast of its
+ * (materialised) source's and partner's shapes. In the lazy graph the
+ * partner is kept only while a transform traces (lc_broadcast_like). */
+static int run_like(struct rstate *s, const struct lc_cinstr *ins, int ndim) {
+  int src = ins->in[0], like = ins->in[1];
+  if (s->virt[like]) return decline(s);
+  struct lc_node *a = s->v[src], *b = s->v[like];
+  int nd = 0, sh[ndim > 0 ? ndim : 1];
+  if (!bcast_into(&nd, sh, ndim, a->ndim, a->shape) ||
+      !bcast_into(&nd, sh, ndim, b->ndim, b->shape) || nd != ndim)
+    return decline(s);
+  struct lc_node *x = arg_node(s, src, nd, sh), *r = NULL;
+  if (!x) return fail(s);
+  if (lc_tracing()) {
+    struct lc_node *in[2] = {x, b};
+    r = lc_node_new_op(LC_OP_BROADCAST, x->dtype, nd, sh, 2, in, NULL, 0);
+  } else {
+    r = lc_broadcast_to(x, nd, sh);
+  }
+  lc_node_release(x);
+  if (!r) return fail(s);
+  s->v[ins->out[0]] = r;
+  return 0;
+}
+
+/* Shapeless arguments of a non-elementwise instruction: arguments that were
+ * broadcast in the trace are broadcast to the shape the primitive's
+ * input_shape gives, the others are the replayed values. 0 with args[0..nin)
+ * new references, or 1 (declined or failed; nothing held). */
+static int infer_args(struct rstate *s, const struct lc_cinstr *ins, struct lc_node **args) {
+  const struct lc_prim *prim = lc_prims[ins->op];
+  int nin = ins->nin;
+  char bc[nin > 0 ? nin : 1];
+  struct lc_node *in[nin > 0 ? nin : 1];
+  bool any = false;
+  for (int k = 0; k < nin; k++) {
+    bc[k] = s->virt[ins->in[k]];
+    in[k] = s->v[ins->in[k]];
+    any |= bc[k] != 0;
+  }
+  if (any && !prim->input_shape) return decline(s);
+  for (int k = 0; k < nin; k++) {
+    if (!bc[k]) {
+      args[k] = lc_node_retain(in[k]);
+      continue;
+    }
+    int nd = s->p->vals[ins->in[k]].ndim, sh[nd > 0 ? nd : 1];
+    int rc = prim->input_shape(ins->params, nin, in, bc, k, nd, sh);
+    if (!rc && !bcasts_to(in[k]->ndim, in[k]->shape, nd, sh)) rc = decline(s);
+    if (!rc && !(args[k] = lc_broadcast_to(in[k], nd, sh))) rc = fail(s);
+    if (rc) {
+      while (k-- > 0) lc_node_release(args[k]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A tuple primitive rebuilt over args (shapeless): its value is the new
+ * tuple, its getters wait in s->tup for the TUPLE_GET instructions. */
+static int run_tuple(struct rstate *s, const struct lc_cinstr *ins, struct lc_node **args) {
+  const struct lc_prim *prim = lc_prims[ins->op];
+  const struct lc_cval *tv = &s->p->vals[ins->out[0]];
+  struct lc_node *outs[LC_TUPLE_MAXOUT];
+  for (int k = 0; k < LC_TUPLE_MAXOUT; k++) outs[k] = NULL;
+  lc_error_mute(1);
+  int rc = prim->tuple_build(ins->params, ins->nin, args, outs);
+  lc_error_mute(-1);
+  if (rc) return decline(s);
+  int nout = 0;
+  struct lc_node *t = outs[0] && outs[0]->op == LC_OP_TUPLE_GET ? outs[0]->in[0] : NULL;
+  if (t) lc_tuple_index(outs[0], &nout);
+  bool ok = t && t->op == ins->op && t->nin == ins->nin && t->dtype == tv->dtype &&
+            t->ndim == tv->ndim && t->params_size == ins->params_size &&
+            (!t->params_size || !memcmp(t->params, ins->params, t->params_size)) &&
+            nout >= 1 && nout <= LC_TUPLE_MAXOUT;
+  struct lc_node **g = ok ? calloc((size_t)nout + 1, sizeof *g) : NULL;
+  if (ok && !g) {
+    lc_error("out of memory");
+    s->reported = true;
+  }
+  for (int k = 0; k < LC_TUPLE_MAXOUT; k++) {
+    if (g && k < nout) g[k] = outs[k];
+    else lc_node_release(outs[k]);
+  }
+  if (!g) return ok ? 1 : decline(s);
+  s->v[ins->out[0]] = lc_node_retain(t);
+  s->tup[ins->out[0]] = g;
+  return 0;
+}
+
+/* A getter of a rebuilt tuple: the rebuilt getter, which must keep its
+ * traced dtype and rank. */
+static int run_getter(struct rstate *s, const struct lc_cinstr *ins) {
+  struct lc_node **g = s->tup[ins->in[0]];
+  const struct lc_cval *ov = &s->p->vals[ins->out[0]];
+  struct lc_node view = {.params = ins->params, .params_size = ins->params_size};
+  int nout, k = lc_tuple_index(&view, &nout);
+  int have = 0;
+  while (g[have]) have++;
+  if (k < 0 || k >= have || nout != have || g[k]->dtype != ov->dtype || g[k]->ndim != ov->ndim)
+    return decline(s);
+  s->v[ins->out[0]] = lc_node_retain(g[k]);
+  return 0;
+}
+
 static int run_instr(struct rstate *s, int i) {
   const struct lc_cprog *p = s->p;
   const struct lc_cinstr *ins = &p->instrs[i];
@@ -136,6 +263,7 @@ static int run_instr(struct rstate *s, int i) {
   struct lc_node *args[ins->nin > 0 ? ins->nin : 1];
   int nargs = 0, rc = 1;
 
+  if (s->infer && ins->op == LC_OP_BROADCAST && ins->nin == 2) return run_like(s, ins, ndim);
   if (s->infer && ins->op == LC_OP_BROADCAST) {
     int src = ins->in[0];
     s->v[ins->out[0]] = lc_node_retain(s->v[src]); /* the root, chains compose */
@@ -176,17 +304,22 @@ static int run_instr(struct rstate *s, int i) {
     s->reported = true;
     return rc;
   }
-  if (s->infer) {
-    if (prim->flags & LC_PF_ELEMWISE) {
-      if (infer_ew(s, ins, NULL, ndim, &nd, shbuf)) return 1;
-    } else {
-      bool virt_arg = false;
-      for (int k = 0; k < ins->nin; k++) virt_arg |= s->virt[ins->in[k]] != 0;
-      if (virt_arg || !prim->output_shape) return decline(s);
-      struct lc_node *in[ins->nin > 0 ? ins->nin : 1];
-      for (int k = 0; k < ins->nin; k++) in[k] = s->v[ins->in[k]];
-      if (prim->output_shape(ins->params, ins->nin, in, ndim, shbuf)) return decline(s);
+  if (s->infer && ins->op == LC_OP_TUPLE_GET && s->tup[ins->in[0]]) return run_getter(s, ins);
+  if (s->infer && !(prim->flags & LC_PF_ELEMWISE)) {
+    if (!prim->output_shape && !prim->tuple_build) return decline(s);
+    if (infer_args(s, ins, args)) return 1;
+    nargs = ins->nin;
+    if (prim->tuple_build) {
+      rc = run_tuple(s, ins, args);
+      goto out;
     }
+    if (prim->output_shape(ins->params, ins->nin, args, ndim, shbuf)) {
+      rc = decline(s);
+      goto out;
+    }
+    shape = shbuf;
+  } else if (s->infer) {
+    if (infer_ew(s, ins, NULL, ndim, &nd, shbuf)) return 1;
     shape = shbuf;
   }
   for (; nargs < ins->nin; nargs++) {
@@ -209,24 +342,37 @@ out:
 static void free_state(struct rstate *s) {
   if (s->v)
     for (int v = 0; v < s->p->nval; v++) lc_node_release(s->v[v]);
+  if (s->tup)
+    for (int v = 0; v < s->p->nval; v++) {
+      for (struct lc_node **g = s->tup[v]; g && *g; g++) lc_node_release(*g);
+      free(s->tup[v]);
+    }
   free(s->v);
   free(s->virt);
+  free(s->tup);
 }
 
 /* Runs every instruction; on success s->v holds every value. */
 static int run_all(struct rstate *s, struct lc_node *const *in) {
   const struct lc_cprog *p = s->p;
   s->v = calloc((size_t)p->nval + 1, sizeof *s->v);
-  if (s->infer) s->virt = calloc((size_t)p->nval + 1, 1);
-  if (!s->v || (s->infer && !s->virt)) {
+  if (s->infer) {
+    s->virt = calloc((size_t)p->nval + 1, 1);
+    s->tup = calloc((size_t)p->nval + 1, sizeof *s->tup);
+  }
+  if (!s->v || (s->infer && (!s->virt || !s->tup))) {
     lc_error("out of memory");
     return fail(s);
   }
   for (int i = 0; i < p->nin; i++) s->v[i] = lc_node_retain(in[i]);
   for (int c = 0; c < p->nconst; c++) s->v[p->nin + c] = lc_node_retain(p->consts[c]);
-  for (int i = 0; i < p->ninstr; i++)
-    if (run_instr(s, i)) return 1;
-  return 0;
+  int dev = lc_build_device(), rc = 0;
+  for (int i = 0; i < p->ninstr && !rc; i++) {
+    lc_set_build_device(p->instrs[i].dev == LC_DEV_ANY ? dev : p->instrs[i].dev);
+    rc = run_instr(s, i);
+  }
+  lc_set_build_device(dev);
+  return rc;
 }
 
 int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool infer,
@@ -249,20 +395,22 @@ int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool 
 
 void lc_compile_check_poly(struct lc_cprog *p) {
   p->poly = false;
-  /* Broadcast values may only feed elementwise or broadcast instructions. */
+  /* Virtual broadcasts (without a shape partner) may only feed elementwise
+   * or broadcast instructions, or primitives with input_shape. */
   for (int o = 0; o < p->nout; o++) {
     int pr = p->vals[p->outs[o]].prod;
-    if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST) return;
+    if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST && p->instrs[pr].nin == 1) return;
   }
   for (int i = 0; i < p->ninstr; i++) {
     const struct lc_cinstr *ins = &p->instrs[i];
-    unsigned fl = lc_prims[ins->op]->flags;
-    if (fl & LC_PF_ELEMWISE || ins->op == LC_OP_BROADCAST || ins->op == LC_OP_FUSED) continue;
-    for (int k = 0; k < ins->nin; k++) {
-      int pr = p->vals[ins->in[k]].prod;
-      if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST) return;
+    const struct lc_prim *pr = lc_prims[ins->op];
+    if (pr->flags & LC_PF_ELEMWISE || ins->op == LC_OP_BROADCAST || ins->op == LC_OP_FUSED)
+      continue;
+    for (int k = 0; k < ins->nin && !pr->input_shape; k++) {
+      int q = p->vals[ins->in[k]].prod;
+      if (q >= 0 && p->instrs[q].op == LC_OP_BROADCAST && p->instrs[q].nin == 1) return;
     }
-    if (!lc_prims[ins->op]->output_shape) return;
+    if (!pr->output_shape && !pr->tuple_build && ins->op != LC_OP_TUPLE_GET) return;
   }
   /* Replaying with the traced input shapes must give every traced shape. */
   struct lc_node **ph = calloc((size_t)p->nin + 1, sizeof *ph);

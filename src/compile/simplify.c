@@ -37,7 +37,7 @@ static uint64_t hash_instr(const struct lc_cprog *p, const struct lc_cinstr *ins
 static bool same_instr(const struct lc_cprog *p, const struct lc_cinstr *a,
                        const struct lc_cinstr *b) {
   if (a->op != b->op || a->nin != b->nin || a->nout != b->nout ||
-      a->params_size != b->params_size)
+      a->params_size != b->params_size || a->dev != b->dev)
     return false;
   if (a->nin && memcmp(a->in, b->in, sizeof(int) * (size_t)a->nin)) return false;
   if (a->params_size && memcmp(a->params, b->params, a->params_size)) return false;

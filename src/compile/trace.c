@@ -186,16 +186,19 @@ static int build(struct walk *w, struct lc_node **ph, int nin, struct lc_node **
       }
       args[k] = (int)v;
     }
-    if (n->op == LC_OP_BROADCAST && lc_shape_equal(n->ndim, n->shape, n->in[0]->ndim,
-                                                   n->in[0]->shape)) {
-      /* an identity view (a transform's tracer) is its input */
+    if (n->op == LC_OP_BROADCAST && n->nin == 1 &&
+        lc_shape_equal(n->ndim, n->shape, n->in[0]->ndim, n->in[0]->shape)) {
+      /* an identity view (a transform's tracer) is its input; one with a
+       * shape partner (lc_broadcast_like) stays, the partner's shape may
+       * change */
       if (lc_ptrmap_put(&vid, n, args[0])) goto done;
       continue;
     }
     int id = lc_cprog_add_val(p, n->dtype, n->ndim, n->shape);
-    if (id < 0 || lc_cprog_add_instr(p, n->op, n->nin, args, 1, &id, n->params,
-                                     n->params_size) < 0)
-      goto done;
+    int at = id < 0 ? -1 : lc_cprog_add_instr(p, n->op, n->nin, args, 1, &id, n->params,
+                                                n->params_size);
+    if (at < 0) goto done;
+    p->instrs[at].dev = n->dev;
     if (lc_ptrmap_put(&vid, n, id)) goto done;
   }
   p->outs = malloc(sizeof(int) * (nout + 1));

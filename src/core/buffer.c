@@ -52,6 +52,16 @@ struct lc_buffer *lc_buffer_wrap(void *data, size_t nbytes, void (*dtor)(void *)
   return b;
 }
 
+_Thread_local int lc_host_reads_refused;
+static _Thread_local unsigned long host_reads_refused;
+
+int lc_buffer_refuse_host_read(void) {
+  host_reads_refused++;
+  return lc_error("reading an array on the host cannot be part of a CUDA graph");
+}
+
+unsigned long lc_buffer_host_read_refused(void) { return host_reads_refused; }
+
 struct lc_buffer *lc_buffer_new_device(size_t nbytes, int dev) {
   struct lc_buffer *b = malloc(sizeof *b);
   if (!b) {

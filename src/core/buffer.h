@@ -49,7 +49,15 @@ void lc_buffer_host_written(struct lc_buffer *b);
 /* The device copy was just written: the host copy is stale. */
 void lc_buffer_device_written(struct lc_buffer *b);
 
+/* While > 0 on this thread (a CUDA graph is being captured), host reads
+ * of buffers fail: a value read on the host would be baked into the graph.
+ * lc_buffer_host_read_refused() counts the attempts. */
+extern _Thread_local int lc_host_reads_refused;
+int lc_buffer_refuse_host_read(void);
+unsigned long lc_buffer_host_read_refused(void);
+
 static inline int lc_buffer_on_host(struct lc_buffer *b) {
+  if (lc_host_reads_refused > 0) return lc_buffer_refuse_host_read();
   return (atomic_load_explicit(&b->valid, memory_order_acquire) & LC_BUF_HOST) ? 0
                                                                                 : lc_buffer_to_host(b);
 }

@@ -3,8 +3,10 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/profile.h"
 #include "core/ptrmap.h"
 #include "gpu/gpu.h"
+#include "gpu/graphs.h"
 #include "ops/prim.h"
 
 static _Thread_local int eval_forbidden;
@@ -113,12 +115,14 @@ int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_t
  * whose eval_cuda answers LC_EVAL_ON_CPU for these inputs) runs on the CPU
  * on host copies, and its result moves to the GPU when a GPU node reads it.
  * Views run eval_cpu on any device: they set strides and touch data only
- * through lc_node_data, which brings it to the host where needed.
+ * through lc_node_data, which brings it to the host where needed. A view
+ * with an eval_cuda (dynamic_slice, whose offset may live on the GPU) runs
+ * that on a GPU, and it never answers LC_EVAL_ON_CPU.
  * Sets *gpu to the GPU used, if any. 0, or 1 after reporting. */
 static int eval_node(struct lc_node *n, int *gpu) {
   const struct lc_prim *p = lc_prims[n->op];
   bool view = p->flags & LC_PF_VIEW;
-  if (n->dev != LC_DEV_CPU && p->eval_cuda && !view) {
+  if (n->dev != LC_DEV_CPU && p->eval_cuda) {
     for (int i = 0; i < n->nin; i++)
       if (lc_buffer_to_device(n->in[i]->buf, n->dev)) return 1;
     int rc = p->eval_cuda(n);
@@ -148,11 +152,24 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
   /* Keep the requested outputs alive while their producers detach. */
   for (size_t i = 0; i < nout; i++) lc_node_retain(outs[i]);
   int rc = 0, gpu = LC_DEV_CPU;
+  /* a tape on one GPU may run as one CUDA graph (gpu/graphs.h) */
+  int g = keep_graph || lc_profile_on() ? LC_GRAPH_DECLINED : lc_gpu_graph_eval(tape.nodes, tape.len, eval_node, &gpu);
+  if (g != LC_GRAPH_DECLINED) {
+    rc = g;
+    tape.len = 0;
+  }
   for (size_t i = 0; i < tape.len; i++) {
     struct lc_node *n = tape.nodes[i];
-    if (eval_node(n, &gpu)) {
+    double t0 = lc_profile_on() ? lc_profile_now() : 0;
+    int on = LC_DEV_CPU;
+    if (eval_node(n, &on)) {
       rc = 1;
       break;
+    }
+    if (on != LC_DEV_CPU) gpu = on;
+    if (t0 > 0) {
+      if (on != LC_DEV_CPU) (void)lc_gpu_sync(on);
+      lc_profile_add(n->op, on != LC_DEV_CPU, lc_profile_now() - t0);
     }
     /* A node is only released by its consumers' detach, which happens later
      * in the tape than the node itself, so tape pointers ahead stay valid. */

@@ -240,10 +240,13 @@ static int ex_select(struct lc_xemit *e, const struct lc_cinstr *ins) {
   return lc_xe_same(e, ins, "Select", "");
 }
 
-/* The value v seen before any broadcast (its broadcast's input). */
+/* The value v seen before any broadcast (its broadcast's input; one with
+ * a shape partner, lc_broadcast_like, has its own shape). */
 static int unbroadcast(const struct lc_cprog *p, int v) {
   int pr = p->vals[v].prod;
-  return pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST ? p->instrs[pr].in[0] : v;
+  return pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST && p->instrs[pr].nin == 1
+             ? p->instrs[pr].in[0]
+             : v;
 }
 
 /* Shapeless files broadcast as MLX's shapeless traces do: Broadcast over
@@ -264,8 +267,16 @@ static int partners(const struct lc_xemit *e, const struct lc_cinstr *ins, int *
   return 0;
 }
 
+/* A broadcast with a shape partner is MLX's shapeless form already:
+ * Broadcast over [x, partner]; exact files drop the partner. */
 static int ex_broadcast(struct lc_xemit *e, const struct lc_cinstr *ins) {
   const struct lc_cval *o = &e->p->vals[ins->out[0]];
+  if (ins->nin == 2 && !e->shapeless) {
+    uint64_t in = lc_xe_id(e, ins->in[0]);
+    struct lc_xout out = lc_xe_val(e, ins->out[0]);
+    return lc_xe_prim(e, "Broadcast", 1, &in, 1, &out, "I", o->ndim, o->shape);
+  }
+  if (ins->nin == 2) return lc_xe_same(e, ins, "Broadcast", "I", o->ndim, o->shape);
   int part[LC_FUSED_MAXARG], n = e->shapeless ? partners(e, ins, part) : 0;
   int nd = e->p->vals[ins->in[0]].ndim, sh[64];
   if (n && nd <= 64) { /* the dynamic form only when it gives the traced shape */

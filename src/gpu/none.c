@@ -1,8 +1,11 @@
 /* The GPU runtime of a lace built without CUDA: no devices. Nothing here
  * is reached with a device copy present (none can be made). */
 #ifndef LACE_CUDA
+#include <string.h>
+
 #include "core/error.h"
 #include "gpu/gpu.h"
+#include "gpu/graphs.h"
 
 bool lc_gpu_built(void) { return false; }
 int lc_gpu_count(void) { return 0; }
@@ -41,4 +44,14 @@ void *lc_gpu_stream(int dev) {
   (void)dev;
   return NULL;
 }
+
+int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
+                      int (*eval_node)(struct lc_node *n, int *gpu), int *gpu) {
+  (void)nodes, (void)n, (void)eval_node, (void)gpu;
+  return LC_GRAPH_DECLINED;
+}
+void lc_gpu_graphs_set(int on) { (void)on; }
+int lc_gpu_graphs_on(void) { return 0; }
+void lc_gpu_graphs_clear(void) {}
+void lc_gpu_graph_stats(struct lc_gpu_graph_stats *s) { memset(s, 0, sizeof *s); }
 #endif

@@ -222,5 +222,19 @@ static int svd_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
   return rc;
 }
 
-const struct lc_prim lc_prim_la_qrf = {.name = "qr", .eval_cpu = qr_eval, .vmap = qr_vmap};
-const struct lc_prim lc_prim_la_svd = {.name = "svd", .eval_cpu = svd_eval, .vmap = svd_vmap};
+/* Shapeless compile: the tuples built again over new shapes. */
+static int qr_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                          struct lc_node **outs) {
+  (void)params;
+  return nin != 1 || lc_linalg_qr(in[0], &outs[0], &outs[1]);
+}
+static int svd_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                           struct lc_node **outs) {
+  const struct la_vectors_params *p = params;
+  return nin != 1 || !p->vectors || lc_linalg_svd(in[0], true, outs);
+}
+
+const struct lc_prim lc_prim_la_qrf = {
+    .name = "qr", .eval_cpu = qr_eval, .vmap = qr_vmap, .tuple_build = qr_tuple_build};
+const struct lc_prim lc_prim_la_svd = {
+    .name = "svd", .eval_cpu = svd_eval, .vmap = svd_vmap, .tuple_build = svd_tuple_build};

@@ -262,5 +262,20 @@ static int eig_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
   return rc;
 }
 
-const struct lc_prim lc_prim_la_eig = {.name = "eig", .eval_cpu = eig_eval, .vmap = eig_vmap};
-const struct lc_prim lc_prim_la_eigh = {.name = "eigh", .eval_cpu = eigh_eval, .vmap = eig_vmap};
+/* Shapeless compile: the tuples (values and vectors) built again. */
+static int eig_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                           struct lc_node **outs) {
+  const struct la_vectors_params *p = params;
+  return nin != 1 || !p->vectors || eig_new("linalg::eig", LC_OP_LA_EIG, in[0], true, 0, outs);
+}
+static int eigh_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                            struct lc_node **outs) {
+  const struct la_vectors_params *p = params;
+  return nin != 1 || !p->vectors ||
+         eig_new("linalg::eigh", LC_OP_LA_EIGH, in[0], true, p->uplo, outs);
+}
+
+const struct lc_prim lc_prim_la_eig = {
+    .name = "eig", .eval_cpu = eig_eval, .vmap = eig_vmap, .tuple_build = eig_tuple_build};
+const struct lc_prim lc_prim_la_eigh = {
+    .name = "eigh", .eval_cpu = eigh_eval, .vmap = eig_vmap, .tuple_build = eigh_tuple_build};

@@ -263,4 +263,11 @@ const struct lc_prim lc_prim_la_inverse = {
     .name = "inverse", .eval_cpu = inverse_eval, .vmap = inverse_vmap};
 const struct lc_prim lc_prim_la_cholesky = {
     .name = "cholesky", .eval_cpu = cholesky_eval, .vmap = cholesky_vmap};
-const struct lc_prim lc_prim_la_luf = {.name = "lu_factor", .eval_cpu = luf_eval, .vmap = luf_vmap};
+/* Shapeless compile: the tuple built again over new shapes. */
+static int luf_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                           struct lc_node **outs) {
+  (void)params;
+  return nin != 1 || lc_la_luf("linalg::lu_factor", in[0], outs);
+}
+const struct lc_prim lc_prim_la_luf = {
+    .name = "lu_factor", .eval_cpu = luf_eval, .vmap = luf_vmap, .tuple_build = luf_tuple_build};

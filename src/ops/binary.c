@@ -556,11 +556,19 @@ static int divmod_vmap(struct lc_node *n, struct lc_node *const *in, const int *
   out_ax[0] = out_ax[1] = 0;
   return rc;
 }
+/* Shapeless compile: the builder broadcasts both operands to one shape. */
+static int divmod_tuple_build(const void *params, int nin, struct lc_node *const *in,
+                              struct lc_node **outs) {
+  (void)params;
+  return nin != 2 || lc_divmod(in[0], in[1], &outs[0], &outs[1]);
+}
 const struct lc_prim lc_prim_divmod = {.name = "divmod",
                                        .eval_cpu = divmod_eval,
                                        .vjp = lc_rule_zero_vjp,
                                        .jvp = divmod_jvp,
-                                       .vmap = divmod_vmap};
+                                       .vmap = divmod_vmap,
+                                       .input_shape = lc_prim_input_bcast_all,
+                                       .tuple_build = divmod_tuple_build};
 
 /* ---- builders ---- */
 

@@ -46,9 +46,24 @@ struct lc_node *lc_ones(int ndim, const int *shape, mlx_dtype t) {
   return lc_full(ndim, shape, t, 1.0);
 }
 
-struct lc_node *lc_zeros_like(struct lc_node *a) { return lc_zeros(a->ndim, a->shape, a->dtype); }
+struct lc_node *lc_full_like(const char *fn, struct lc_node *a, struct lc_node *vals, mlx_dtype t) {
+  if (check_dtype(fn, t)) return NULL;
+  struct lc_node *c = lc_astype(vals, t);
+  struct lc_node *r = c ? lc_broadcast_like(fn, c, a) : NULL;
+  lc_node_release(c);
+  return r;
+}
 
-struct lc_node *lc_ones_like(struct lc_node *a) { return lc_ones(a->ndim, a->shape, a->dtype); }
+static struct lc_node *scalar_like(struct lc_node *a, double value) {
+  struct lc_node *s = lc_node_new_scalar(a->dtype, value);
+  struct lc_node *r = s ? lc_broadcast_like("full_like", s, a) : NULL;
+  lc_node_release(s);
+  return r;
+}
+
+struct lc_node *lc_zeros_like(struct lc_node *a) { return scalar_like(a, 0.0); }
+
+struct lc_node *lc_ones_like(struct lc_node *a) { return scalar_like(a, 1.0); }
 
 /* ---- arange ---- */
 
@@ -123,7 +138,9 @@ static int arange_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_arange = {.name = "arange", .eval_cpu = arange_eval};
+const struct lc_prim lc_prim_arange = {.name = "arange",
+                                      .eval_cpu = arange_eval,
+                                      .eval_cuda = LC_CUDA(lc_cuda_eval_arange)};
 
 struct lc_node *lc_arange(double start, double stop, double step, mlx_dtype t) {
   if (check_dtype("arange", t)) return NULL;

@@ -16,8 +16,12 @@ struct lc_node *lc_full(int ndim, const int *shape, mlx_dtype t, double value);
 struct lc_node *lc_full_array(int ndim, const int *shape, struct lc_node *vals, mlx_dtype t);
 struct lc_node *lc_zeros(int ndim, const int *shape, mlx_dtype t);
 struct lc_node *lc_ones(int ndim, const int *shape, mlx_dtype t);
+/* The "like" builders follow a's shape (lc_broadcast_like): zeros and ones
+ * of a's shape and dtype; vals cast to t in the broadcast of a's and vals'
+ * shapes (fn names the caller in errors). */
 struct lc_node *lc_zeros_like(struct lc_node *a);
 struct lc_node *lc_ones_like(struct lc_node *a);
+struct lc_node *lc_full_like(const char *fn, struct lc_node *a, struct lc_node *vals, mlx_dtype t);
 
 /* MLX's arange: length max(ceil((stop - start) / step), 0); values are
  * accumulated in t as MLX does (start, start + d, ...), d = t(start + step)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/graph.h"
 #include "core/iter.h"
 #include "ops/dtype_dispatch.h"
 #include "ops/prim.h"
@@ -46,6 +47,15 @@ bad:;
   return NULL;
 }
 
+struct lc_node *lc_broadcast_like(const char *fn, struct lc_node *v, struct lc_node *like) {
+  int cap = v->ndim > like->ndim ? v->ndim : like->ndim, nd;
+  int shape[cap > 0 ? cap : 1];
+  if (lc_broadcast_shapes(fn, v->ndim, v->shape, like->ndim, like->shape, &nd, shape)) return NULL;
+  if (!lc_tracing()) return lc_broadcast_to(v, nd, shape);
+  struct lc_node *in[2] = {v, like};
+  return lc_node_new_op(LC_OP_BROADCAST, v->dtype, nd, shape, 2, in, NULL, 0);
+}
+
 int lc_broadcast_eval_cpu(struct lc_node *n) {
   const struct lc_node *a = n->in[0];
   int64_t st[n->ndim > 0 ? n->ndim : 1];
@@ -56,19 +66,31 @@ int lc_broadcast_eval_cpu(struct lc_node *n) {
 
 static int broadcast_vjp(struct lc_node *n, struct lc_node *const *cot, const int *argnums,
                          int nargs, struct lc_node **out) {
-  (void)argnums, (void)nargs;
   const struct lc_node *a = n->in[0];
-  return !(out[0] = lc_rule_unbroadcast(cot[0], a->ndim, a->shape));
+  for (int j = 0; j < nargs; j++) { /* a shape partner (lc_broadcast_like) gets zero */
+    out[j] = NULL;
+    if (argnums[j] == 0 && !(out[j] = lc_rule_unbroadcast(cot[0], a->ndim, a->shape))) {
+      while (j-- > 0) lc_node_release(out[j]);
+      return 1;
+    }
+  }
+  return 0;
 }
 
 static int broadcast_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_node **out) {
+  if (!tan[0]) return out[0] = NULL, 0; /* only the shape partner has a tangent */
   return !(out[0] = lc_broadcast_to(tan[0], n->ndim, n->shape));
 }
 
 /* The batched input (batch first) gets extent-1 axes after the batch axis
- * for the dimensions the broadcast prepends, then broadcasts. */
+ * for the dimensions the broadcast prepends, then broadcasts. A batched
+ * shape partner alone (lc_broadcast_like) leaves the result unbatched. */
 static int broadcast_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                           struct lc_node **out, int *out_ax) {
+  if (ax[0] == -1) {
+    *out_ax = -1;
+    return !(out[0] = lc_broadcast_to(in[0], n->ndim, n->shape));
+  }
   struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
   if (!x) return 1;
   int lead = n->ndim - (x->ndim - 1), sh[n->ndim + 1];

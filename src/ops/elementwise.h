@@ -20,6 +20,12 @@ int lc_broadcast_shapes(const char *fn, int na, const int *a, int nb, const int 
 /* a viewed with the given shape (a's shape must broadcast to it). Returns a
  * new reference to a itself when the shape is already equal. */
 struct lc_node *lc_broadcast_to(struct lc_node *a, int ndim, const int *shape);
+/* v broadcast to the broadcast of v's and like's shapes (fn names the
+ * caller in errors). While a transform traces (lc_tracing), like is kept as
+ * a second input that is never read, so that shapeless compile replays the
+ * result in the shape like then has (zeros_like as an output); otherwise
+ * it is a plain broadcast. NULL after reporting. */
+struct lc_node *lc_broadcast_like(const char *fn, struct lc_node *v, struct lc_node *like);
 
 /* a converted to dtype t (a new reference to a itself if already t). */
 struct lc_node *lc_astype(struct lc_node *a, mlx_dtype t);

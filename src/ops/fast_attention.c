@@ -22,18 +22,12 @@
 #include "core/parallel.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_params.h"
 #include "ops/fast_rules.h"
 #include "ops/fast_sdpa.h"
 #include "ops/prim.h"
 #include "ops/creation.h"
 #include "ops/softmax.h"
-
-struct sdpa_params {
-  float scale;
-  int causal;
-  int has_mask;
-  int has_sinks;
-};
 
 static double lowest_of(mlx_dtype t) {
   switch (t) {
@@ -191,6 +185,7 @@ static int sdpa_output_shape(const void *params, int nin, struct lc_node *const 
 
 const struct lc_prim lc_prim_fast_sdpa = {.name = "scaled_dot_product_attention",
                                           .eval_cpu = sdpa_eval,
+                                          .eval_cuda = LC_CUDA(lc_cuda_eval_sdpa),
                                           .describe = sdpa_describe,
                                           .vjp = sdpa_vjp,
                                           .jvp = sdpa_jvp,

@@ -13,14 +13,9 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_params.h"
 #include "ops/fast_rules.h"
 #include "ops/prim.h"
-
-struct norm_params {
-  float eps;
-  int has_weight;
-  int has_bias;
-};
 
 struct norm_job {
   const char *x, *w, *b; /* element 0 of each operand */
@@ -149,6 +144,7 @@ static int norm_output_shape(const void *params, int nin, struct lc_node *const 
 
 const struct lc_prim lc_prim_fast_rms_norm = {.name = "rms_norm",
                                               .eval_cpu = rms_eval,
+                                              .eval_cuda = LC_CUDA(lc_cuda_eval_rms_norm),
                                               .describe = norm_describe,
                                               .vjp = rms_vjp,
                                               .jvp = rms_jvp,
@@ -156,6 +152,7 @@ const struct lc_prim lc_prim_fast_rms_norm = {.name = "rms_norm",
                                               .output_shape = norm_output_shape};
 const struct lc_prim lc_prim_fast_layer_norm = {.name = "layer_norm",
                                                 .eval_cpu = ln_eval,
+                                                .eval_cuda = LC_CUDA(lc_cuda_eval_layer_norm),
                                                 .describe = norm_describe,
                                                 .vjp = ln_vjp,
                                                 .jvp = ln_jvp,

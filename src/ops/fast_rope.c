@@ -15,17 +15,9 @@
 #include "ops/dtype_dispatch.h"
 #include "ops/elementwise.h"
 #include "ops/fast.h"
+#include "ops/fast_params.h"
 #include "ops/fast_rules.h"
 #include "ops/prim.h"
-
-struct rope_params {
-  int dims;
-  int traditional;
-  int has_freqs;
-  int forward; /* 0: the inverse rotation (the vjp) */
-  float base;
-  float scale;
-};
 
 struct rope_job {
   const struct lc_node *xn;
@@ -174,6 +166,7 @@ static int rope_output_shape(const void *params, int nin, struct lc_node *const 
 
 const struct lc_prim lc_prim_fast_rope = {.name = "rope",
                                           .eval_cpu = rope_eval,
+                                          .eval_cuda = LC_CUDA(lc_cuda_eval_rope),
                                           .describe = rope_describe,
                                           .vjp = rope_vjp,
                                           .jvp = rope_jvp,

@@ -190,6 +190,7 @@ static int gather_output_shape(const void *params, int nin, struct lc_node *cons
 
 const struct lc_prim lc_prim_gather = {.name = "gather",
                                        .eval_cpu = gather_eval,
+                                       .eval_cuda = LC_CUDA(lc_cuda_eval_gather),
                                        .vjp = gather_vjp,
                                        .jvp = gather_jvp,
                                        .vmap = gather_vmap,
@@ -395,6 +396,7 @@ static int gaxis_output_shape(const void *params, int nin, struct lc_node *const
 
 const struct lc_prim lc_prim_gather_axis = {.name = "gather_axis",
                                             .eval_cpu = gaxis_eval,
+                                            .eval_cuda = LC_CUDA(lc_cuda_eval_gather_axis),
                                             .vjp = gaxis_vjp,
                                             .jvp = gaxis_jvp,
                                             .vmap = gaxis_vmap,
@@ -475,6 +477,9 @@ int64_t lc_dynamic_offset(const struct lc_node *a, const struct lc_node *start, 
 static int dslice_eval(struct lc_node *n) {
   const int *p = n->params;
   const struct lc_node *a = n->in[0];
+  /* a view: eval_node brings no input to the host, but the offset is read
+   * there (the start may have been computed on a GPU) */
+  if (n->size && lc_buffer_on_host(n->in[1]->buf)) return 1;
   int64_t off = n->size ? lc_dynamic_offset(a, n->in[1], p[0], p + 1, n->shape, a->strides) : 0;
   lc_node_set_view(n, a, a->strides, a->offset + off);
   return 0;
@@ -562,6 +567,7 @@ done:
 const struct lc_prim lc_prim_dynamic_slice = {.name = "dynamic_slice",
                                               .flags = LC_PF_VIEW,
                                               .eval_cpu = dslice_eval,
+                                              .eval_cuda = LC_CUDA(lc_cuda_eval_dynamic_slice),
                                               .vjp = dslice_vjp,
                                               .jvp = dslice_jvp,
                                               .vmap = dslice_vmap};

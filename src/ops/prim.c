@@ -128,3 +128,20 @@ int lc_prim_shape_of_input0(const void *params, int nin, struct lc_node *const *
   for (int d = 0; d < ndim; d++) shape[d] = in[0]->shape[d];
   return 0;
 }
+
+int lc_prim_input_bcast_all(const void *params, int nin, struct lc_node *const *in,
+                            const char *bcast, int k, int ndim, int *shape) {
+  (void)params, (void)bcast, (void)k;
+  for (int d = 0; d < ndim; d++) shape[d] = 1;
+  for (int j = 0; j < nin; j++) {
+    const struct lc_node *a = in[j];
+    if (a->ndim > ndim) return 1;
+    for (int i = 0; i < a->ndim; i++) {
+      int *d = &shape[ndim - a->ndim + i], x = a->shape[i];
+      if (*d == x || x == 1) continue;
+      if (*d != 1) return 1;
+      *d = x;
+    }
+  }
+  return 0;
+}

@@ -97,6 +97,22 @@ struct lc_prim {
    * compile then re-traces for the new input shapes. */
   int (*output_shape)(const void *params, int nin, struct lc_node *const *in, int ndim,
                       int *shape);
+  /* Shapeless compile (optional): the shape (rank ndim, the traced one)
+   * that input k must have given the others, for an input that was a
+   * broadcast in the trace. bcast[j] != 0 marks inputs that are such
+   * broadcasts' sources (their shapes are not the inputs'); in[k] is one.
+   * A primitive has this slot only where an invariant of its own fixes the
+   * shape (scatter_axis: updates have the indices' shape). 0, or 1 without
+   * reporting when the shape cannot be inferred. */
+  int (*input_shape)(const void *params, int nin, struct lc_node *const *in, const char *bcast,
+                     int k, int ndim, int *shape);
+  /* Shapeless compile, tuple primitives (optional; they have no
+   * output_shape): builds the primitive again with these params over `in`
+   * (the traced dtypes and ranks), giving new references to its getters
+   * in outs, whose shapes and byte offsets follow in's shapes. 0, or 1
+   * (possibly after reporting: replay mutes errors and declines). */
+  int (*tuple_build)(const void *params, int nin, struct lc_node *const *in,
+                     struct lc_node **outs);
 };
 
 #define LC_EVAL_ON_CPU 2
@@ -110,6 +126,28 @@ int lc_cuda_eval_reduce(struct lc_node *n);
 int lc_cuda_eval_softmax(struct lc_node *n);
 int lc_cuda_eval_matmul(struct lc_node *n);
 int lc_cuda_eval_fused(struct lc_node *n);
+/* index and copy family (gpu/cuda/eval_index.c) */
+int lc_cuda_eval_copy(struct lc_node *n);
+int lc_cuda_eval_concatenate(struct lc_node *n);
+int lc_cuda_eval_remap(struct lc_node *n);
+int lc_cuda_eval_gather(struct lc_node *n);
+int lc_cuda_eval_gather_axis(struct lc_node *n);
+int lc_cuda_eval_dynamic_slice(struct lc_node *n);
+int lc_cuda_eval_scatter(struct lc_node *n);
+int lc_cuda_eval_scatter_axis(struct lc_node *n);
+int lc_cuda_eval_slice_update(struct lc_node *n);
+int lc_cuda_eval_dynamic_slice_update(struct lc_node *n);
+int lc_cuda_eval_arange(struct lc_node *n);
+/* fast family (gpu/cuda/eval_fast.c) */
+int lc_cuda_eval_rms_norm(struct lc_node *n);
+int lc_cuda_eval_layer_norm(struct lc_node *n);
+int lc_cuda_eval_rope(struct lc_node *n);
+int lc_cuda_eval_sdpa(struct lc_node *n);
+/* arg reductions, scans, sorts, random bits (gpu/cuda/eval_misc.c) */
+int lc_cuda_eval_arg_reduce(struct lc_node *n);
+int lc_cuda_eval_scan(struct lc_node *n);
+int lc_cuda_eval_sort(struct lc_node *n);
+int lc_cuda_eval_random_bits(struct lc_node *n);
 #else
 #define LC_CUDA(fn) NULL
 #endif
@@ -133,6 +171,11 @@ int lc_prim_donate_or_alloc(struct lc_node *n);
  * (1 when the rank differs or input 0 is empty, which builders treat apart). */
 int lc_prim_shape_of_input0(const void *params, int nin, struct lc_node *const *in, int ndim,
                             int *shape);
+
+/* input_shape for primitives that broadcast all their inputs to one shape
+ * (elementwise-like tuples): the broadcast of every input's shape. */
+int lc_prim_input_bcast_all(const void *params, int nin, struct lc_node *const *in,
+                            const char *bcast, int k, int ndim, int *shape);
 
 #define LC_PRIM(id, row) extern const struct lc_prim row;
 #include "ops/ops.def"

@@ -486,6 +486,7 @@ static int arg_reduce_output_shape(const void *params, int nin, struct lc_node *
 const struct lc_prim lc_prim_arg_reduce = {.name = "arg_reduce",
                                            .flags = LC_PF_REDUCE,
                                            .eval_cpu = arg_reduce_eval,
+                                           .eval_cuda = LC_CUDA(lc_cuda_eval_arg_reduce),
                                            .vjp = lc_rule_zero_vjp,
                                            .jvp = lc_rule_zero_jvp,
                                            .vmap = arg_reduce_vmap,

@@ -229,6 +229,7 @@ done:
 
 const struct lc_prim lc_prim_scatter = {.name = "scatter",
                                         .eval_cpu = scatter_eval,
+                                        .eval_cuda = LC_CUDA(lc_cuda_eval_scatter),
                                         .vjp = scatter_vjp,
                                         .jvp = scatter_jvp,
                                         .vmap = scatter_vmap};
@@ -413,12 +414,25 @@ static int scatter_axis_output_shape(const void *params, int nin, struct lc_node
   return 0;
 }
 
+/* Shapeless compile: a broadcast updates (or indices) input has the
+ * other's shape. */
+static int scatter_axis_input_shape(const void *params, int nin, struct lc_node *const *in,
+                                    const char *bcast, int k, int ndim, int *shape) {
+  (void)params;
+  int j = 3 - k;
+  if (nin != 3 || (k != 1 && k != 2) || bcast[j] || in[j]->ndim != ndim) return 1;
+  memcpy(shape, in[j]->shape, sizeof(int) * (size_t)ndim);
+  return 0;
+}
+
 const struct lc_prim lc_prim_scatter_axis = {.name = "scatter_axis",
                                              .eval_cpu = scatter_axis_eval,
+                                             .eval_cuda = LC_CUDA(lc_cuda_eval_scatter_axis),
                                              .vjp = scatter_axis_vjp,
                                              .jvp = scatter_axis_jvp,
                                              .vmap = scatter_axis_vmap,
-                                             .output_shape = scatter_axis_output_shape};
+                                             .output_shape = scatter_axis_output_shape,
+                                             .input_shape = scatter_axis_input_shape};
 
 struct lc_node *lc_scatter_axis(struct lc_node *a, struct lc_node *idx, struct lc_node *values,
                                 int axis, enum lc_scatter_mode mode) {
@@ -584,6 +598,7 @@ static int slice_update_vmap(struct lc_node *n, struct lc_node *const *in, const
 
 const struct lc_prim lc_prim_slice_update = {.name = "slice_update",
                                              .eval_cpu = slice_update_eval,
+                                             .eval_cuda = LC_CUDA(lc_cuda_eval_slice_update),
                                              .vjp = slice_update_vjp,
                                              .jvp = slice_update_jvp,
                                              .vmap = slice_update_vmap};
@@ -726,6 +741,8 @@ done:
 
 const struct lc_prim lc_prim_dynamic_slice_update = {.name = "dynamic_slice_update",
                                                      .eval_cpu = dsu_eval,
+                                                     .eval_cuda =
+                                                         LC_CUDA(lc_cuda_eval_dynamic_slice_update),
                                                      .vjp = dsu_vjp,
                                                      .jvp = dsu_jvp,
                                                      .vmap = dsu_vmap};

@@ -58,6 +58,7 @@ static int copy_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_copy = {.name = "contiguous",
                                      .eval_cpu = copy_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_copy),
                                      .vjp = copy_vjp,
                                      .jvp = copy_jvp,
                                      .vmap = copy_vmap};
@@ -149,6 +150,7 @@ static int concatenate_output_shape(const void *params, int nin, struct lc_node 
 
 const struct lc_prim lc_prim_concatenate = {.name = "concatenate",
                                             .eval_cpu = concatenate_eval,
+                                            .eval_cuda = LC_CUDA(lc_cuda_eval_concatenate),
                                             .vjp = concatenate_vjp,
                                             .jvp = concatenate_jvp,
                                             .vmap = concatenate_vmap,

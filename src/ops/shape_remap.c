@@ -347,6 +347,7 @@ static int remap_vmap(struct lc_node *n, struct lc_node *const *in, const int *a
 
 const struct lc_prim lc_prim_remap = {.name = "remap",
                                       .eval_cpu = remap_eval,
+                                      .eval_cuda = LC_CUDA(lc_cuda_eval_remap),
                                       .vjp = remap_vjp,
                                       .jvp = remap_jvp,
                                       .vmap = remap_vmap};

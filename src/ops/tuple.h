@@ -8,6 +8,9 @@
 
 #include "core/node.h"
 
+/* The most outputs a primitive's tuple_build slot may give (ops/prim.h). */
+#define LC_TUPLE_MAXOUT 8
+
 /* Byte offsets of outputs with the given byte sizes; returns the total. */
 int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets);
 

@@ -135,6 +135,31 @@ static int f_sdpa(mlx_array *o, const mlx_array *in) {
   return rc;
 }
 static int f_zeros_like(mlx_array *o, const mlx_array *in) ONE(mlx_zeros_like(o, in[0], S()))
+static int f_ones_like(mlx_array *o, const mlx_array *in) ONE(mlx_ones_like(o, in[0], S()))
+static int f_full_like(mlx_array *o, const mlx_array *in) {
+  mlx_array v = mlx_array_new_float(2.5f);
+  int rc = mlx_full_like(o, in[0], v, MLX_INT32, S());
+  mlx_array_free(v);
+  return rc;
+}
+/* the result has the broadcast of both shapes */
+static int f_full_like_arr(mlx_array *o, const mlx_array *in)
+    ONE(mlx_full_like(o, in[0], in[1], MLX_FLOAT32, S()))
+static int f_zeros_like_sum(mlx_array *o, const mlx_array *in) {
+  mlx_array t = mlx_array_new();
+  int rc = mlx_sum_axis(&t, in[0], 0, false, S());
+  if (!rc) rc = mlx_zeros_like(o, t, S());
+  mlx_array_free(t);
+  return rc;
+}
+/* ones_like(x) + y: the sum has x's shape where y broadcasts to it */
+static int f_ones_like_add(mlx_array *o, const mlx_array *in) {
+  mlx_array t = mlx_array_new();
+  int rc = mlx_ones_like(&t, in[0], S());
+  if (!rc) rc = mlx_add(o, t, in[1], S());
+  mlx_array_free(t);
+  return rc;
+}
 static int f_astype(mlx_array *o, const mlx_array *in) ONE(mlx_astype(o, in[0], MLX_INT32, S()))
 static int f_where(mlx_array *o, const mlx_array *in) {
   mlx_array z = mlx_array_new_float(0.0f), g = mlx_array_new();
@@ -163,6 +188,44 @@ static int f_divmod(mlx_array *o, const mlx_array *in) {
   mlx_array_free(r);
   mlx_array_free(d);
   mlx_vector_array_free(qr);
+  return rc;
+}
+/* only the remainder (the quotient's getter is dropped), of broadcast operands */
+static int f_divmod_r(mlx_array *o, const mlx_array *in) {
+  mlx_vector_array qr = mlx_vector_array_new();
+  int rc = mlx_divmod(&qr, in[0], in[1], S());
+  if (!rc) rc = mlx_vector_array_get(o, qr, 1);
+  mlx_vector_array_free(qr);
+  return rc;
+}
+static int f_qr_r(mlx_array *o, const mlx_array *in) {
+  mlx_array q = mlx_array_new();
+  int rc = mlx_linalg_qr(&q, o, in[0], S());
+  mlx_array_free(q);
+  return rc;
+}
+static int f_svd_s(mlx_array *o, const mlx_array *in) {
+  mlx_vector_array usv = mlx_vector_array_new();
+  int rc = mlx_linalg_svd(&usv, in[0], true, S());
+  if (!rc) rc = mlx_vector_array_get(o, usv, 1);
+  mlx_vector_array_free(usv);
+  return rc;
+}
+/* eigenvalues of x + x^T (symmetric) */
+static int f_eigh_w(mlx_array *o, const mlx_array *in) {
+  mlx_array t = mlx_array_new(), sym = mlx_array_new(), v = mlx_array_new();
+  int rc = mlx_swapaxes(&t, in[0], -1, -2, S());
+  if (!rc) rc = mlx_add(&sym, in[0], t, S());
+  if (!rc) rc = mlx_linalg_eigh(o, &v, sym, "L", S());
+  mlx_array_free(t);
+  mlx_array_free(sym);
+  mlx_array_free(v);
+  return rc;
+}
+static int f_lu_factor(mlx_array *o, const mlx_array *in) {
+  mlx_array piv = mlx_array_new();
+  int rc = mlx_linalg_lu_factor(o, &piv, in[0], S());
+  mlx_array_free(piv);
   return rc;
 }
 static int f_arange_like(mlx_array *o, const mlx_array *in) {
@@ -303,11 +366,10 @@ static const struct sl_case cases[] = {
     {"einsum", f_einsum, 2, 2, {{F2(3, 4), F2(4, 2)}, {F2(5, 2), F2(2, 3)}}, 1},
     {"take_along_axis", f_take_along, 2, 2, {{F2(3, 4), IX2(3, 2, 4)}, {F2(5, 6), IX2(5, 3, 6)}}, 1},
     {"take_flat", f_take_flat, 2, 2, {{F2(5, 4), IX(3, 20)}, {F2(7, 2), IX(6, 14)}}, 1},
-    /* a scalar value is broadcast to the indices' shape: a broadcast feeding
-     * a non-elementwise instruction, which replay does not infer (traced
-     * again; MLX: one trace) */
+    /* a scalar value is broadcast to the indices' shape: scatter_axis's
+     * input_shape gives the broadcast's new shape */
     {"put_along_axis_scalar", f_put_along, 2, 2,
-     {{F2(3, 4), IX2(3, 2, 4)}, {F2(5, 6), IX2(5, 3, 6)}}, 2},
+     {{F2(3, 4), IX2(3, 2, 4)}, {F2(5, 6), IX2(5, 3, 6)}}, 1},
     {"put_along_axis", f_put_along_full, 3, 2,
      {{F2(3, 4), IX2(3, 2, 4), F2(3, 2)}, {F2(5, 6), IX2(5, 3, 6), F2(5, 3)}}, 1},
     {"conv1d", f_conv1d, 2, 2, {{F3(1, 8, 3), F3(4, 3, 3)}, {F3(2, 10, 3), F3(4, 3, 3)}}, 1},
@@ -318,14 +380,24 @@ static const struct sl_case cases[] = {
     {"sdpa", f_sdpa, 3, 2,
      {{F4(1, 2, 3, 4), F4(1, 2, 5, 4), F4(1, 2, 5, 4)},
       {F4(2, 2, 4, 4), F4(2, 2, 6, 4), F4(2, 2, 6, 4)}}, 1},
-    /* a broadcast constant as the output: replay keeps its traced shape, so
-     * the program is exact-only (traced again; MLX's Full follows its input) */
-    U1X("zeros_like", f_zeros_like, F2(3, 4), F2(5, 2), 2),
+    /* a broadcast constant as the output follows the array it is like (as
+     * MLX's Full follows its input) */
+    U1("zeros_like", f_zeros_like, F2(3, 4), F2(5, 2)),
+    U1("ones_like", f_ones_like, F2(3, 4), F2(5, 2)),
+    U1("full_like", f_full_like, F2(3, 4), F2(5, 2)),
+    {"full_like_array", f_full_like_arr, 2, 3,
+     {{F2(3, 4), F2(3, 1)}, {F2(5, 2), F2(5, 1)}, {F2(1, 2), F2(4, 2)}}, 1},
+    U1("zeros_like_of_sum", f_zeros_like_sum, F2(3, 4), F2(5, 2)),
+    {"ones_like_add", f_ones_like_add, 2, 3,
+     {{F2(3, 4), F2(1, 4)}, {F2(5, 2), F2(1, 2)}, {F2(2, 6), F2(2, 6)}}, 1},
     U1("astype", f_astype, F2(3, 4), F2(5, 2)),
     U1("where", f_where, F2(3, 4), F2(5, 2)),
     U1("clip", f_clip, F2(3, 4), F2(5, 2)),
-    /* a tuple primitive: its getters' byte offsets are traced (MLX: one trace) */
-    U1X("divmod", f_divmod, F2(3, 4), F2(5, 2), 2),
+    /* tuple primitives are built again (tuple_build): getters' shapes and
+     * byte offsets follow the new shapes */
+    U1("divmod", f_divmod, F2(3, 4), F2(5, 2)),
+    {"divmod_broadcast_r", f_divmod_r, 2, 3,
+     {{F2(3, 4), F2(1, 4)}, {F2(5, 2), F2(5, 1)}, {F2(2, 3), F2(2, 3)}}, 1},
     U1("arange_constant", f_arange_like, F2(3, 4), F2(5, 4)),
     {"reductions_broadcast", f_broadcast_rows, 2, 2, {{F2(3, 4), F2(3, 4)}, {F2(5, 2), F2(5, 2)}}, 1},
     /* beyond MLX (it throws: topk and rope slice; outer's reshape is baked
@@ -333,6 +405,14 @@ static const struct sl_case cases[] = {
     U1("topk", f_topk, F2(3, 4), F2(5, 3)),
     U1("unflatten", f_unflatten, F2(3, 4), F2(5, 6)),
     {"outer", f_outer, 2, 2, {{F1(3), F1(4)}, {F1(5), F1(2)}}, 1},
+    /* not checked against MLX: a scalar broadcast to the indices' shape, as
+     * put_along_axis_scalar; linalg tuples built again over new shapes */
+    {"scatter_add_axis", f_scatter_add, 2, 2,
+     {{F2(5, 4), IX2(3, 4, 5)}, {F2(7, 2), IX2(6, 2, 7)}}, 1},
+    U1("qr_r", f_qr_r, F3(2, 4, 3), F3(3, 3, 5)),
+    U1("svd_s", f_svd_s, F3(2, 4, 3), F3(3, 3, 5)),
+    U1("eigh_w", f_eigh_w, F3(2, 3, 3), F3(3, 4, 4)),
+    U1("lu_factor", f_lu_factor, F3(2, 3, 3), F3(3, 4, 4)),
     U1("rope", f_rope, F4(1, 2, 3, 4), F4(2, 1, 5, 4)),
     /* MLX: throws (Slice, Pad, Scatter, Split cannot infer output shapes) or
      * replays baked-in shapes (wrong results); lace traces again */
@@ -346,7 +426,7 @@ static const struct sl_case cases[] = {
     U1X("tile", f_tile, F2(3, 4), F2(5, 2), 2),
     U1X("repeat", f_repeat, F2(3, 4), F2(5, 2), 2),
     U1X("median", f_median, F2(3, 4), F2(5, 2), 2),
-    {"scatter_add_axis", f_scatter_add, 2, 2, {{F2(5, 4), IX2(3, 4, 5)}, {F2(7, 2), IX2(6, 2, 7)}}, 2},
+
     {"gather_mm", f_gather_mm, 3, 2,
      {{F3(3, 1, 4), F3(2, 4, 5), IX(3, 2)}, {F3(5, 1, 4), F3(2, 4, 5), IX(5, 2)}}, 2},
     U1X("broadcast_to_fixed", f_broadcast_to, F1(4), F1(1), 2),

@@ -379,6 +379,59 @@ static void test_compile_on_gpu(void) {
   mlx_array_free(x);
 }
 
+/* argmax / argmin: every axis and the whole array, contiguous and
+ * transposed, with ties (small integers as values) and NaNs. */
+static void test_argreduce(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_BFLOAT16, MLX_FLOAT16, MLX_FLOAT64, MLX_INT32,
+                                    MLX_UINT8};
+  int sh[3] = {5, 7, 300};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    mlx_array x = gpu_rand(sh, 3, types[t], -4, 4), y = mlx_array_new(), tr = mlx_array_new();
+    if (types[t] == MLX_UINT8) {
+      mlx_array_free(x);
+      x = gpu_rand(sh, 3, MLX_INT32, 0, 9);
+      mlx_array u = mlx_array_new();
+      mlx_astype(&u, x, MLX_UINT8, test_stream());
+      mlx_array_free(x);
+      x = u;
+    }
+    if (types[t] == MLX_FLOAT32 || types[t] == MLX_FLOAT64) { /* NaNs at a few places */
+      mlx_array nan = mlx_array_new_float(NAN), m = mlx_array_new(), r = mlx_array_new(),
+                k = mlx_array_new_float(3.5f);
+      mlx_array u = gpu_rand(sh, 3, MLX_FLOAT32, 0, 4);
+      mlx_greater(&m, u, k, test_stream());
+      mlx_where(&r, m, nan, x, test_stream());
+      mlx_array_free(x);
+      x = mlx_array_new();
+      mlx_astype(&x, r, types[t], test_stream());
+      mlx_array_free(nan), mlx_array_free(m), mlx_array_free(r), mlx_array_free(k), mlx_array_free(u);
+    }
+    mlx_array_eval(x);
+    CHECK_OK(mlx_transpose(&tr, x, test_stream()));
+    mlx_array srcs[2] = {x, tr};
+    for (int v = 0; v < 2; v++)
+      for (int axis = -1; axis < 3; axis++)
+        for (int mx = 0; mx < 2; mx++) {
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          if (axis < 0) {
+            CHECK_OK((mx ? mlx_argmax : mlx_argmin)(&g, srcs[v], false, gpu_stream));
+            CHECK_OK((mx ? mlx_argmax : mlx_argmin)(&c, srcs[v], false, test_stream()));
+          } else {
+            CHECK_OK((mx ? mlx_argmax_axis : mlx_argmin_axis)(&g, srcs[v], axis, false, gpu_stream));
+            CHECK_OK((mx ? mlx_argmax_axis : mlx_argmin_axis)(&c, srcs[v], axis, false,
+                                                              test_stream()));
+          }
+          char what[96];
+          snprintf(what, sizeof what, "%s dtype %d axis %d %s", mx ? "argmax" : "argmin",
+                   (int)types[t], axis, v ? "transposed" : "contiguous");
+          CHECK_SAME(g, c, 0, 0, what);
+          mlx_array_free(g);
+          mlx_array_free(c);
+        }
+    mlx_array_free(x), mlx_array_free(y), mlx_array_free(tr);
+  }
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261203);
@@ -388,6 +441,7 @@ int main(void) {
   test_binary();
   test_astype();
   test_reduce();
+  test_argreduce();
   test_softmax();
   test_matmul();
   test_mixed();

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "gpu/cuda/capture.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/fused.h"
 #include "gpu/gpu.h"
@@ -25,6 +26,9 @@ static int launch(void *fn, unsigned blocks, unsigned threads, struct lc_fk_args
   void *args[] = {a};
   dim3 g = {blocks, 1, 1}, t = {threads, 1, 1};
   cudaError_t e = cudaLaunchKernel(fn, g, t, args, 0, (cudaStream_t)lc_gpu_stream(dev));
+  size_t size = sizeof *a;
+  unsigned gr[3] = {blocks, 1, 1}, bl[3] = {threads, 1, 1};
+  if (e == cudaSuccess) lc_cuda_capture_note_launch(fn, gr, bl, 0, args, &size, 1); /* graphs */
   return e == cudaSuccess ? 0 : -(int)e;
 }
 

@@ -25,6 +25,8 @@
  * time (its lock). */
 static pthread_mutex_t handle_lock[MAX_GPUS] = {[0 ... MAX_GPUS - 1] = PTHREAD_MUTEX_INITIALIZER};
 static cublasHandle_t handles[MAX_GPUS];
+#define WORKSPACE ((size_t)32 << 20)
+static void *workspaces[MAX_GPUS];
 
 /* A matrix operand in cuBLAS's terms: the column-major matrix at ptr with
  * leading dimension ld is op(X)^T's storage. */
@@ -121,8 +123,19 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   }
   pthread_mutex_lock(&handle_lock[n->dev]);
   int rc = 0;
-  if (!handles[n->dev]) rc = blas_check(cublasCreate(&handles[n->dev]), "create");
+  if (!handles[n->dev]) {
+    rc = blas_check(cublasCreate(&handles[n->dev]), "create");
+    /* a workspace of its own, so that cuBLAS never allocates while a CUDA
+     * graph is captured (gpu/graphs.h); kept for the process's lifetime */
+    if (!rc && cudaMalloc(&workspaces[n->dev], WORKSPACE) != cudaSuccess)
+      workspaces[n->dev] = NULL;
+    (void)cudaGetLastError();
+  }
   if (!rc) rc = blas_check(cublasSetStream(handles[n->dev], stream), "set stream");
+  /* cublasSetStream puts the default workspace back: set ours again */
+  if (!rc && workspaces[n->dev])
+    rc = blas_check(cublasSetWorkspace(handles[n->dev], workspaces[n->dev], WORKSPACE),
+                    "set workspace");
   if (!rc) {
     float af = p->alpha, bf = (float)beta;
     double ad = p->alpha, bd = beta;

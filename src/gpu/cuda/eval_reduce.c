@@ -71,6 +71,61 @@ int lc_cuda_eval_reduce(struct lc_node *n) {
   }
   return rc;
 }
+/* eval_cuda of ARG_REDUCE (params {kind, axis}, axis < 0: all) over rows
+ * made by bringing the reduced axis last (a strided copy when it is not
+ * already innermost and contiguous); complex64 runs on the CPU. */
+int lc_cuda_eval_arg_reduce(struct lc_node *n) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0];
+  int nd = x->ndim;
+  if (x->dtype == MLX_COMPLEX64 || x->size == 0 || nd > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
+  int perm[LC_CU_MAX_DIMS], shape[LC_CU_MAX_DIMS];
+  int64_t strides[LC_CU_MAX_DIMS], len = 1, expect = 1;
+  int k = 0;
+  for (int d = 0; d < nd; d++)
+    if (p[1] >= 0 && d != p[1]) perm[k++] = d;
+  for (int d = 0; d < nd; d++)
+    if (p[1] < 0 || d == p[1]) {
+      perm[k++] = d;
+      len *= x->shape[d];
+    }
+  bool in_order = true;
+  for (int i = nd - 1; i >= 0; i--) {
+    shape[i] = x->shape[perm[i]];
+    strides[i] = x->strides[perm[i]];
+    if (shape[i] != 1 && strides[i] != expect) in_order = false;
+    expect *= shape[i];
+  }
+  const void *src = lc_node_dev_data(x);
+  struct lc_buffer *tmp = NULL;
+  size_t isz = lc_dtype_size(x->dtype);
+  void *stream = lc_gpu_stream(n->dev);
+  if (!in_order) {
+    tmp = lc_buffer_new_device((size_t)x->size * isz, n->dev);
+    if (!tmp) return 1;
+    int rc = lc_cuda_result(lc_cu_copy_strided(tmp->dev_data, src, (int)isz, nd, shape, strides,
+                                               x->size, stream), "argmax (copy)");
+    if (rc) {
+      lc_buffer_release(tmp);
+      return rc;
+    }
+    src = tmp->dev_data;
+  }
+  if (lc_cuda_alloc_output(n)) {
+    lc_buffer_release(tmp);
+    return 1;
+  }
+  int rc = lc_cuda_result(lc_cu_argreduce_rows(p[0] == 0, x->dtype, x->size / len, len, src,
+                                               n->buf->dev_data, stream),
+                          p[0] == 0 ? "argmax" : "argmin");
+  lc_buffer_release(tmp); /* stream-ordered: the kernel queued before its reuse */
+  if (rc) {
+    lc_buffer_release(n->buf);
+    n->buf = NULL;
+  }
+  return rc;
+}
+
 /* eval_cuda of SOFTMAX over the last axis of a contiguous input (params:
  * {precise, naxes, axes...}); other cases run on the CPU for now. */
 int lc_cuda_eval_softmax(struct lc_node *n) {

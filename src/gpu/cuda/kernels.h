@@ -54,6 +54,11 @@ int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream);
  * dt into out (same layout). */
 int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void *in, void *out, void *stream);
 
+/* argmax (is_max) or argmin along the rows of a row-major (rows, len)
+ * matrix of dtype dt into out[rows] (uint32): first extreme, first NaN. */
+int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t len, const void *in, void *out,
+                         void *stream);
+
 /* Strided gather into a contiguous output (a copy of any view). */
 int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim, const int *shape,
                        const int64_t *strides, int64_t n, void *stream);

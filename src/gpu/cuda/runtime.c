@@ -14,8 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
+#include "gpu/cuda/capture.h"
 #include "gpu/gpu.h"
 
 #define MAX_GPUS 16
@@ -34,6 +36,150 @@ static cudaStream_t streams[MAX_GPUS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cached_block *cache[MAX_GPUS][NCLASSES];
 static size_t active, peak, cached;
+
+/* This thread's capture (gpu/cuda/capture.h); stream NULL: none. */
+static _Thread_local struct {
+  int dev;
+  cudaStream_t stream;
+  bool broken;
+  void **allocs;
+  size_t nalloc, cap;
+  void **freed; /* blocks freed meanwhile: held back, the graph may use them */
+  size_t *freed_bytes, nfreed, capfreed;
+  struct lc_cuda_known *known;
+  size_t nknown, capknown;
+} capture;
+
+void lc_cuda_capture_note_launch(void *func, const unsigned *grid, const unsigned *block,
+                                 unsigned shmem, void *const *args, const size_t *sizes,
+                                 int nargs) {
+  if (!capture.stream || nargs > 4) return;
+  enum cudaStreamCaptureStatus st;
+  const cudaGraphNode_t *deps = NULL;
+  size_t nd = 0, total = 0;
+  if (cudaStreamGetCaptureInfo(capture.stream, &st, NULL, NULL, &deps, NULL, &nd) != cudaSuccess ||
+      nd != 1) {
+    (void)cudaGetLastError();
+    return;
+  }
+  if (capture.nknown == capture.capknown) {
+    size_t cap = capture.capknown ? 2 * capture.capknown : 64;
+    struct lc_cuda_known *a = realloc(capture.known, cap * sizeof *a);
+    if (!a) return;
+    capture.known = a;
+    capture.capknown = cap;
+  }
+  for (int k = 0; k < nargs; k++) total += (sizes[k] + 7) / 8 * 8;
+  struct lc_cuda_known *kn = &capture.known[capture.nknown];
+  kn->blob = malloc(total ? total : 1);
+  if (!kn->blob) return;
+  kn->node = deps[0];
+  kn->func = func;
+  memcpy(kn->grid, grid, sizeof kn->grid);
+  memcpy(kn->block, block, sizeof kn->block);
+  kn->shmem = shmem;
+  kn->nargs = nargs;
+  total = 0;
+  for (int k = 0; k < nargs; k++) {
+    memcpy(kn->blob + total, args[k], sizes[k]);
+    kn->size[k] = sizes[k];
+    total += (sizes[k] + 7) / 8 * 8;
+  }
+  capture.nknown++;
+}
+
+size_t lc_cuda_capture_take_known(struct lc_cuda_known **known) {
+  size_t n = capture.nknown;
+  *known = capture.known;
+  capture.known = NULL;
+  capture.nknown = capture.capknown = 0;
+  return n;
+}
+
+void lc_cuda_capture_begin(int dev, void *stream) {
+  capture.dev = dev;
+  capture.stream = stream;
+  capture.broken = false;
+  capture.nalloc = 0;
+}
+
+void lc_cuda_capture_end(void) {
+  capture.stream = NULL;
+  free(capture.allocs);
+  capture.allocs = NULL;
+  capture.nalloc = capture.cap = 0;
+  for (size_t i = 0; i < capture.nfreed; i++) /* not taken: they go back now */
+    lc_gpu_free(capture.freed[i], capture.freed_bytes[i], capture.dev);
+  free(capture.freed);
+  free(capture.freed_bytes);
+  for (size_t i = 0; i < capture.nknown; i++) free(capture.known[i].blob);
+  free(capture.known);
+  capture.known = NULL;
+  capture.nknown = capture.capknown = 0;
+  capture.freed = NULL;
+  capture.freed_bytes = NULL;
+  capture.nfreed = capture.capfreed = 0;
+}
+
+size_t lc_cuda_capture_take_freed(void ***ptrs, size_t **bytes) {
+  size_t n = capture.nfreed;
+  *ptrs = capture.freed;
+  *bytes = capture.freed_bytes;
+  capture.freed = NULL;
+  capture.freed_bytes = NULL;
+  capture.nfreed = capture.capfreed = 0;
+  return n;
+}
+
+/* Holds back a block freed while capturing; false when it cannot (the
+ * capture is then broken and the block freed as usual). */
+static bool capture_hold(void *p, size_t nbytes, int dev) {
+  if (!capture.stream || dev != capture.dev) return false;
+  if (capture.nfreed == capture.capfreed) {
+    size_t cap = capture.capfreed ? 2 * capture.capfreed : 64;
+    void **a = realloc(capture.freed, cap * sizeof *a);
+    if (a) capture.freed = a;
+    size_t *b = a ? realloc(capture.freed_bytes, cap * sizeof *b) : NULL;
+    if (b) capture.freed_bytes = b;
+    if (!a || !b) {
+      capture.broken = true;
+      return false;
+    }
+    capture.capfreed = cap;
+  }
+  capture.freed[capture.nfreed] = p;
+  capture.freed_bytes[capture.nfreed++] = nbytes;
+  return true;
+}
+
+bool lc_cuda_capture_broken(void) { return capture.broken; }
+
+void *const *lc_cuda_capture_allocs(size_t *n) {
+  *n = capture.nalloc;
+  return capture.allocs;
+}
+
+static void capture_record(void *p, int dev) {
+  if (!capture.stream || dev != capture.dev) return;
+  if (capture.nalloc == capture.cap) {
+    size_t cap = capture.cap ? 2 * capture.cap : 256;
+    void **a = realloc(capture.allocs, cap * sizeof *a);
+    if (!a) {
+      capture.broken = true;
+      return;
+    }
+    capture.allocs = a;
+    capture.cap = cap;
+  }
+  capture.allocs[capture.nalloc++] = p;
+}
+
+/* A copy or wait that a graph cannot replay, attempted while capturing. */
+static bool capture_refuses(int dev) {
+  if (!capture.stream || dev != capture.dev) return false;
+  capture.broken = true;
+  return true;
+}
 
 static void init(void) {
   int n = 0;
@@ -129,6 +275,7 @@ void *lc_gpu_malloc(size_t nbytes, int dev) {
     pthread_mutex_unlock(&lock);
     void *p = b->ptr;
     free(b);
+    capture_record(p, dev);
     return p;
   }
   pthread_mutex_unlock(&lock);
@@ -149,11 +296,12 @@ void *lc_gpu_malloc(size_t nbytes, int dev) {
   active += bytes;
   if (active > peak) peak = active;
   pthread_mutex_unlock(&lock);
+  capture_record(p, dev);
   return p;
 }
 
 void lc_gpu_free(void *p, size_t nbytes, int dev) {
-  if (!p) return;
+  if (!p || capture_hold(p, nbytes, dev)) return;
   size_t bytes;
   int c = size_class(nbytes, &bytes);
   if (c < 0) bytes = nbytes;
@@ -172,6 +320,20 @@ void lc_gpu_free(void *p, size_t nbytes, int dev) {
     (void)cudaStreamSynchronize(streams[dev]);
     (void)cudaFree(p);
   }
+}
+
+void lc_cuda_arena_account(size_t nbytes, int delta) {
+  size_t bytes;
+  if (size_class(nbytes, &bytes) < 0) bytes = nbytes;
+  pthread_mutex_lock(&lock);
+  if (delta > 0) {
+    active -= bytes;
+    cached += bytes;
+  } else {
+    active += bytes;
+    cached -= bytes;
+  }
+  pthread_mutex_unlock(&lock);
 }
 
 size_t lc_gpu_active(void) {
@@ -212,6 +374,7 @@ void lc_gpu_clear_cache(void) {
 }
 
 int lc_gpu_upload(void *dst, const void *src, size_t nbytes, int dev) {
+  if (capture_refuses(dev)) return lc_error("a copy to the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
   if (!nbytes) return 0;
   return cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, streams[dev]),
@@ -219,6 +382,7 @@ int lc_gpu_upload(void *dst, const void *src, size_t nbytes, int dev) {
 }
 
 int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev) {
+  if (capture_refuses(dev)) return lc_error("a copy from the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
   if (nbytes && cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, streams[dev]),
                            "copy from the GPU"))
@@ -227,6 +391,7 @@ int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev) {
 }
 
 int lc_gpu_sync(int dev) {
+  if (capture_refuses(dev)) return lc_error("waiting for the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
   return cuda_check(cudaStreamSynchronize(streams[dev]), "synchronize");
 }
@@ -237,5 +402,8 @@ int lc_gpu_sync_all(void) {
   return rc;
 }
 
-void *lc_gpu_stream(int dev) { return dev >= 0 && dev < lc_gpu_count() ? streams[dev] : NULL; }
+void *lc_gpu_stream(int dev) {
+  if (capture.stream && dev == capture.dev) return capture.stream;
+  return dev >= 0 && dev < lc_gpu_count() ? streams[dev] : NULL;
+}
 #endif
