@@ -154,8 +154,7 @@ static mlx_array weight(mlx_array key, int rows, int cols, float amp) {
   mlx_array f = mlx_array_new(), r = mlx_array_new();
   int sh[2] = {rows, cols};
   mlx_stream cpu = mlx_default_cpu_stream_new();
-  int nd = cols ? 2 : 1;
-  if (!cols) sh[0] = rows;
+  int nd = cols ? 2 : 1; /* cols == 0: a vector of rows entries */
   if (mlx_random_normal(&f, sh, (size_t)nd, MLX_FLOAT32, cols ? 0.0f : 1.0f, amp, key, cpu) ||
       mlx_astype(&r, f, DT, cpu) || mlx_array_eval(r)) {
     mlx_array_free(r);
@@ -194,10 +193,8 @@ static int make_weights(mlx_array *w) {
 /* Decodes n steps from the state (token, pos, caches) with f; tokens[]
  * receives them. Returns the wall time of the last n - warm steps. */
 static double decode(mlx_closure f, const mlx_array *w, int n, int warm, int *tokens, int *rc) {
-  mlx_array token = mlx_array_new(), pos = mlx_array_new_int(START);
   int zero = 0, one = 1, cs[4] = {1, KV, CACHE, HD};
-  mlx_array_free(token);
-  token = mlx_array_new_data(&zero, &one, 1, MLX_INT32);
+  mlx_array token = mlx_array_new_data(&zero, &one, 1, MLX_INT32), pos = mlx_array_new_int(START);
   mlx_array *caches = calloc((size_t)(2 * LAYERS), sizeof *caches);
   for (int i = 0; i < 2 * LAYERS && !*rc; i++) {
     caches[i] = mlx_array_new();

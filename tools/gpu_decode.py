@@ -11,7 +11,7 @@ step ending with the token read on the host as a sampling loop does:
 Usage: gpu_decode.py [bench_decode binary]; runs it first when given and
 prints its lines, then the others' "decode-case" lines and a table.
 """
-import os, re, subprocess, sys, time
+import os, subprocess, sys, time
 
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 VOCAB, DIM, LAYERS, HEADS, KV, HD, FFN, CACHE, START = 32000, 2048, 16, 16, 4, 128, 5632, 1024, 960

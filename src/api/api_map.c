@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "api/handles.h"
+#include "core/hash.h"
 
 struct entry {
   char *key;
@@ -25,8 +26,7 @@ struct lc_map {
 };
 
 static size_t hash_key(const char *s) {
-  uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  uint64_t h = lc_fnv1a(LC_FNV_SEED, s, strlen(s));
   return (size_t)(h ^ (h >> 29));
 }
 

@@ -42,6 +42,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/hash.h"
 #include "core/strbuf.h"
 #include "ops/prim.h"
 #include "vmath_src.h"
@@ -173,11 +174,7 @@ static char *generate(const struct lc_fused_hdr *h, unsigned scalars, const char
   return s.data;
 }
 
-static uint64_t fnv1a(const char *p) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-  return h;
-}
+static uint64_t fnv1a(const char *p) { return lc_fnv1a(LC_FNV_SEED, p, strlen(p)); }
 
 /* ---- building and loading ---- */
 
@@ -345,24 +342,20 @@ int64_t lc_jit_min_size(void) {
   return e && *e ? atoll(e) : (int64_t)1 << 20;
 }
 
-static uint64_t fnv1a_bytes(uint64_t h, const void *p, size_t n) {
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-  return h;
-}
 
 /* The table key of a region: everything its source depends on (not its
  * shape), cheap enough to compute on every evaluation. */
 static uint64_t region_key(const struct lc_fused_hdr *h, unsigned scalars, const char *isa) {
   uint64_t k = fnv1a(isa);
   int32_t counts[4] = {h->nin, h->ninstr, h->nout, (int32_t)scalars};
-  k = fnv1a_bytes(k, counts, sizeof counts);
-  k = fnv1a_bytes(k, lc_fused_ins_in(h), sizeof(struct lc_fused_in) * (size_t)h->nin);
+  k = lc_fnv1a(k, counts, sizeof counts);
+  k = lc_fnv1a(k, lc_fused_ins_in(h), sizeof(struct lc_fused_in) * (size_t)h->nin);
   const struct lc_fused_ins *fi = lc_fused_instrs(h);
   for (int m = 0; m < h->ninstr; m++) {
     int32_t v[4 + LC_FUSED_MAXARG + 1] = {fi[m].op, fi[m].dtype, fi[m].in_dt, fi[m].nin};
     for (int a = 0; a < LC_FUSED_MAXARG; a++) v[4 + a] = a < fi[m].nin ? fi[m].arg[a] : 0;
     v[4 + LC_FUSED_MAXARG] = fi[m].out;
-    k = fnv1a_bytes(k, v, sizeof v);
+    k = lc_fnv1a(k, v, sizeof v);
   }
   return k ? k : 1; /* 0 marks empty slots */
 }

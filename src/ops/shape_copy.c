@@ -26,10 +26,14 @@ static bool col_major(const struct lc_node *x) {
   return true;
 }
 
+bool lc_contiguous_shares(const struct lc_node *in, bool allow_col_major) {
+  return (in->flags & LC_NF_CONTIG) || (allow_col_major && col_major(in));
+}
+
 static int copy_eval(struct lc_node *n) {
   struct lc_node *in = n->in[0];
   bool allow_col = n->params && *(const int *)n->params;
-  if ((in->flags & LC_NF_CONTIG) || (allow_col && col_major(in))) { /* inputs are read-only */
+  if (lc_contiguous_shares(in, allow_col)) { /* inputs are read-only */
     lc_node_set_view(n, in, in->strides, in->offset);
     return 0;
   }

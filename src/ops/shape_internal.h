@@ -12,6 +12,11 @@
 
 #include "core/copy.h"
 
+/* Whether CONTIGUOUS shares its evaluated input as is (it is row-major
+ * contiguous, or column-major and that is allowed) rather than copying;
+ * the CPU and GPU evaluators decide alike. Defined in shape_copy.c. */
+bool lc_contiguous_shares(const struct lc_node *in, bool allow_col_major);
+
 /* TRANSPOSE's rules (params: the permutation); lc_view_jvp is the jvp of
  * any view whose only differentiable input is input 0. Defined in
  * shape_views.c. */

@@ -15,9 +15,9 @@ enum { N = 64, STEPS = 12 };
 
 /* One step over [x (N, N), w (N, N), s (1, N)] -> [x', s']:
  *   h = softmax((x * 0.5) @ w) * 0.5 + transpose(x) * 0.25, plus a row norm of s,
+ *   x' = h + s (broadcast), s' = mean(h, 0) + 0.125 * s
  * (the matmul reads only memory that stays put between steps: cuBLAS's
- * kernels are guarded, not relocated) 
- *   x' = h + s (broadcast), s' = mean(h, 0) + 0.125 * s */
+ * kernels are guarded, not relocated) */
 static int step(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
   mlx_stream s = gpu_stream;

@@ -25,6 +25,14 @@ void lc_cuda_take_buffer(struct lc_node *n, int k) {
   n->flags |= LC_NF_CONTIG;
 }
 
+int lc_cuda_finish(struct lc_node *n, int rc) {
+  if (rc) {
+    lc_buffer_release(n->buf);
+    n->buf = NULL;
+  }
+  return rc;
+}
+
 int lc_cuda_result(int rc, const char *name) {
   if (rc == 0) return 0;
   if (rc == LC_CU_UNSUPPORTED) return LC_EVAL_ON_CPU;

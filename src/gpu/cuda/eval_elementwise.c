@@ -72,11 +72,6 @@ int lc_cuda_eval_elementwise(struct lc_node *n) {
     return 1;
   a.out = n->buf->dev_data;
   for (int k = 0; k < n->nin; k++) a.in[k] = lc_node_dev_data(n->in[k]);
-  int rc = lc_cuda_result(lc_cu_elementwise(&a, lc_gpu_stream(n->dev)), p->name);
-  if (rc) { /* nothing was queued: give the buffer back, the CPU runs it */
-    lc_buffer_release(n->buf);
-    n->buf = NULL;
-  }
-  return rc;
+  return lc_cuda_finish(n, lc_cuda_result(lc_cu_elementwise(&a, lc_gpu_stream(n->dev)), p->name));
 }
 #endif

@@ -48,15 +48,6 @@ static int out_buffer(struct lc_node *n) {
   return lc_cuda_alloc_output(n);
 }
 
-/* Gives the output buffer back when nothing was queued (rc != 0). */
-static int finish(struct lc_node *n, int rc) {
-  if (rc) {
-    lc_buffer_release(n->buf);
-    n->buf = NULL;
-  }
-  return rc;
-}
-
 static int norm_cuda(struct lc_node *n, bool layer) {
   const struct norm_params *p = n->params;
   struct lc_node *x = n->in[0];
@@ -94,7 +85,7 @@ static int norm_cuda(struct lc_node *n, bool layer) {
   }
   if (out_buffer(n)) return 1;
   a.out = n->buf->dev_data;
-  return finish(n, lc_cuda_result(lc_cu_norm(&a, lc_gpu_stream(n->dev)),
+  return lc_cuda_finish(n, lc_cuda_result(lc_cu_norm(&a, lc_gpu_stream(n->dev)),
                                   lc_prims[n->op]->name));
 }
 
@@ -133,7 +124,7 @@ int lc_cuda_eval_rope(struct lc_node *n) {
   a.scale = p->scale;
   if (out_buffer(n)) return 1;
   a.out = n->buf->dev_data;
-  return finish(n, lc_cuda_result(lc_cu_rope(&a, lc_gpu_stream(n->dev)), "rope"));
+  return lc_cuda_finish(n, lc_cuda_result(lc_cu_rope(&a, lc_gpu_stream(n->dev)), "rope"));
 }
 
 static float lowest_of(mlx_dtype t) {
@@ -222,7 +213,7 @@ int lc_cuda_eval_sdpa(struct lc_node *n) {
   if (!rc && lc_cuda_alloc_output(n)) rc = 1;
   if (!rc) {
     a.out = n->buf->dev_data;
-    rc = finish(n, lc_cuda_result(lc_cu_sdpa(&a, stream), "scaled_dot_product_attention"));
+    rc = lc_cuda_finish(n, lc_cuda_result(lc_cu_sdpa(&a, stream), "scaled_dot_product_attention"));
   }
   /* stream-ordered: the kernels are queued before the memory is reused */
   for (int i = 0; i < 4; i++) lc_buffer_release(tmp[i]);

@@ -23,6 +23,7 @@
 #include "ops/index.h"
 #include "ops/index_internal.h"
 #include "ops/prim.h"
+#include "ops/shape_internal.h"
 
 #define MAXD LC_CU_MAX_DIMS
 /* Largest scratch table (ints) for last-write-wins scatters. */
@@ -56,12 +57,7 @@ static bool plan_copy(struct lc_cu_copy *c, int nd, const int *shape, const int6
 /* The launcher's answer for n; on anything but 0 n's buffer is given back
  * (the CPU runs the node, or the error stands). */
 static int finish(struct lc_node *n, int launched, const char *name) {
-  int rc = lc_cuda_result(launched, name);
-  if (rc) {
-    lc_buffer_release(n->buf);
-    n->buf = NULL;
-  }
-  return rc;
+  return lc_cuda_finish(n, lc_cuda_result(launched, name));
 }
 
 static void *stream_of(const struct lc_node *n) { return lc_gpu_stream(n->dev); }
@@ -96,22 +92,12 @@ static int start_from_input(struct lc_node *n, struct lc_cu_copy *c0, const char
 
 /* ---- contiguous, concatenate ---- */
 
-static bool col_major(const struct lc_node *x) {
-  int64_t expect = 1;
-  for (int i = 0; i < x->ndim; i++) {
-    if (x->shape[i] == 1) continue;
-    if (x->strides[i] != expect) return false;
-    expect *= x->shape[i];
-  }
-  return true;
-}
-
 /* As the CPU: contiguous inputs (column-major ones when allowed) are
  * shared, others copied row-major. */
 int lc_cuda_eval_copy(struct lc_node *n) {
   struct lc_node *in = n->in[0];
   bool allow_col = n->params && *(const int *)n->params;
-  if ((in->flags & LC_NF_CONTIG) || (allow_col && col_major(in))) {
+  if (lc_contiguous_shares(in, allow_col)) {
     lc_node_set_view(n, in, in->strides, in->offset);
     return 0;
   }
@@ -453,11 +439,7 @@ int lc_cuda_eval_scatter(struct lc_node *n) {
   for (int k = 0; k < nax; k++)
     set_index(&a.ix, k, n->in[1 + k], n->shape[axes[k]], slice[axes[k]], rs[axes[k]]);
   struct lc_buffer *win;
-  if (scratch(n, nslots, &win)) {
-    lc_buffer_release(n->buf);
-    n->buf = NULL;
-    return 1;
-  }
+  if (scratch(n, nslots, &win)) return lc_cuda_finish(n, 1);
   int rc = finish(n, lc_cu_scatter(&a, stream_of(n), win ? win->dev_data : NULL, nslots),
                   "scatter");
   lc_buffer_release(win); /* stream-ordered: reused only by later work */
@@ -499,11 +481,7 @@ int lc_cuda_eval_scatter_axis(struct lc_node *n) {
     a.idx_strides[d] = ix->strides[d];
   }
   struct lc_buffer *win;
-  if (scratch(n, nwin, &win)) {
-    lc_buffer_release(n->buf);
-    n->buf = NULL;
-    return 1;
-  }
+  if (scratch(n, nwin, &win)) return lc_cuda_finish(n, 1);
   int rc = finish(n, lc_cu_scatter_axis(&a, stream_of(n), win ? win->dev_data : NULL),
                   "scatter_axis");
   lc_buffer_release(win);

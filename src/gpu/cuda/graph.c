@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "core/hash.h"
 #include "core/ptrmap.h"
 #include "gpu/cuda/capture.h"
 #include "gpu/cuda/graph_reloc.h"
@@ -150,11 +151,6 @@ static void put(struct sig *s, uint64_t v) {
   }
   s->w[s->len++] = v;
 }
-static uint64_t fnv(const void *p, size_t n, uint64_t h) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ULL;
-  return h;
-}
 
 /* Whether a primitive may be captured: views (host metadata only) and
  * GPU evaluators, but none that runs user code, reads files or talks to
@@ -196,7 +192,7 @@ static int signature(struct lc_node *const *nodes, size_t n, int dev, struct sig
                (uint64_t)x->nin << 48);
     for (int d = 0; d < x->ndim; d++) put(s, (uint64_t)x->shape[d]);
     put(s, x->params_size);
-    put(s, fnv(x->params, x->params_size, 0xcbf29ce484222325ULL));
+    put(s, lc_fnv1a(LC_FNV_SEED, x->params, x->params_size));
     for (int k = 0; k < x->nin && !rc; k++) {
       struct lc_node *in = x->in[k];
       intptr_t j;
@@ -633,7 +629,7 @@ int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
                 : lc_error("out of memory");
   lc_ptrmap_free(&index);
   if (rc) goto done;
-  uint64_t hash = fnv(s.w, s.len * sizeof *s.w, 0xcbf29ce484222325ULL);
+  uint64_t hash = lc_fnv1a(LC_FNV_SEED, s.w, s.len * sizeof *s.w);
   pthread_mutex_lock(&table_lock);
   struct entry *e = find(hash, &s);
   int state = e ? e->state : -1;

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "compile/jit.h"
+#include "core/hash.h"
 #include "gpu/cuda/fused.h"
 
 #define NAMES 3
@@ -48,10 +49,6 @@ static int verbose(void) {
   return e && *e ? atoi(e) : 0;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  for (size_t i = 0; i < n; i++) h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
-  return h;
-}
 
 void *lc_nvrtc_compile(const char *src, int arch, size_t *len) {
   nvrtcProgram prog;
@@ -87,7 +84,7 @@ void *lc_nvrtc_compile(const char *src, int arch, size_t *len) {
 static void *cubin(const char *src, int arch, size_t *len) {
   int maj = 0, min = 0;
   nvrtcVersion(&maj, &min);
-  uint64_t h = fnv(1469598103934665603ull, src, strlen(src));
+  uint64_t h = lc_fnv1a(LC_FNV_SEED, src, strlen(src));
   char dir[512], path[640], tmp[700];
   bool have_dir = lc_jit_cache_dir(dir, sizeof dir);
   if (have_dir) {
@@ -174,10 +171,10 @@ void *lc_fk_kernel(const struct lc_fused_hdr *h, const struct lc_fk_plan *p, int
       (void)cudaGetLastError();
   }
   int arch = arch_of[dev];
-  uint64_t key = fnv(1469598103934665603ull, h, (size_t)h->shape_off);
-  key = fnv(key, (const char *)h + h->in_off, (size_t)(h->size - h->in_off));
-  key = fnv(key, p, sizeof *p);
-  key = fnv(key, &arch, sizeof arch);
+  uint64_t key = lc_fnv1a(LC_FNV_SEED, h, (size_t)h->shape_off);
+  key = lc_fnv1a(key, (const char *)h + h->in_off, (size_t)(h->size - h->in_off));
+  key = lc_fnv1a(key, p, sizeof *p);
+  key = lc_fnv1a(key, &arch, sizeof arch);
   if (!key) key = 1;
   void *fn = NULL;
   struct module *m = table_cap ? find(key) : NULL;
