@@ -4,12 +4,16 @@
  * batch (or none: broadcast); gather/segmented products and other layouts
  * run on the CPU for now.
  *
+ * Products of at most LC_CU_GEMV_MAX_M rows (a decode step's) use lace's
+ * own GEMV kernels (gemv.cu) when their layout allows 16-byte loads.
+ *
  * Row-major C = A B is column-major C^T = B^T A^T: cuBLAS is called with
  * the operands swapped, each transposed or not by its layout. */
 #ifdef LACE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -76,6 +80,33 @@ static int blas_check(cublasStatus_t st, const char *what) {
   return st == CUBLAS_STATUS_SUCCESS ? 0 : lc_error("matmul on the GPU: cuBLAS %s failed (status %d)", what, (int)st);
 }
 
+/* LACE_CUDA_GEMV=0: products of a few rows go to cuBLAS too (for
+ * comparisons). */
+static bool gemv_disabled(void) {
+  const char *e = getenv("LACE_CUDA_GEMV");
+  return e && strcmp(e, "0") == 0;
+}
+
+/* out = a b through lc_cu_gemv when there are at most LC_CU_GEMV_MAX_M
+ * rows in all (batches of a over one shared b fold into rows). 0 (done),
+ * LC_CU_UNSUPPORTED, or a negative CUDA error. */
+static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B, int64_t M,
+                    int64_t K, int64_t N, int64_t batches) {
+  if (gemv_disabled() || A->op != CUBLAS_OP_N || (batches > 1 && B->batch_stride != 0))
+    return LC_CU_UNSUPPORTED;
+  /* a's rows over all batches must be equally spaced */
+  if (batches > 1 && M > 1 && A->batch_stride != M * A->ld) return LC_CU_UNSUPPORTED;
+  int64_t rows = M * batches;
+  if (rows > LC_CU_GEMV_MAX_M) return LC_CU_UNSUPPORTED;
+  int64_t lda = M > 1 ? A->ld : (batches > 1 ? A->batch_stride : K);
+  if (batches > 1 && M == 1 && lda == 0) return LC_CU_UNSUPPORTED;
+  struct lc_cu_gemv g = {.dt = n->dtype, .dev = n->dev, .M = (int)rows, .N = N, .K = K,
+                         .lda = lda, .ldb = B->ld, .b_cols = B->op == CUBLAS_OP_T,
+                         .a = lc_node_dev_data(n->in[0]), .b = lc_node_dev_data(n->in[1]),
+                         .out = n->buf->dev_data};
+  return lc_cu_gemv(&g, lc_gpu_stream(n->dev));
+}
+
 int lc_cuda_eval_matmul(struct lc_node *n) {
   const struct lc_matmul_params *p = n->params;
   const struct lc_node *a = n->in[0], *b = n->in[1];
@@ -120,6 +151,14 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
       goto fail;
     }
     return 0;
+  }
+  if (!p->has_c && p->alpha == 1.0f && n->dtype != MLX_FLOAT64) {
+    int g = try_gemv(n, &A, &B, M, K, N, batches);
+    if (g == 0) return 0;
+    if (g != LC_CU_UNSUPPORTED) {
+      lc_cuda_result(g, "matmul (gemv)");
+      goto fail;
+    }
   }
   pthread_mutex_lock(&handle_lock[n->dev]);
   int rc = 0;

@@ -59,6 +59,22 @@ int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void *in, void *
 int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t len, const void *in, void *out,
                          void *stream);
 
+/* out (M, N), contiguous, of dtype dt (float32, float16, bfloat16) =
+ * a (M, K) b (K, N) with float accumulation, for M <= LC_CU_GEMV_MAX_M.
+ * a's row m starts at a + m * lda (contiguous along k); b(k, n) is at
+ * b[n * ldb + k] when b_cols, else at b[k * ldb + n]. LC_CU_UNSUPPORTED
+ * for layouts without 16-byte loads (unaligned rows, ragged vectors). */
+#define LC_CU_GEMV_MAX_M 8
+struct lc_cu_gemv {
+  int dt, dev;
+  int M;
+  int64_t N, K, lda, ldb;
+  int b_cols;
+  const void *a, *b;
+  void *out;
+};
+int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);
+
 /* Strided gather into a contiguous output (a copy of any view). */
 int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim, const int *shape,
                        const int64_t *strides, int64_t n, void *stream);
