@@ -261,13 +261,21 @@ static int check_call(mlx_closure cf, mlx_closure f, const mlx_array *in, int ni
   return ok;
 }
 
+/* Graphs per run: fewer under AddressSanitizer, where each costs about 50
+ * times more (the plain run covers all 400). */
+#ifdef __SANITIZE_ADDRESS__
+#define GRAPHS 120
+#else
+#define GRAPHS 400
+#endif
+
 int main(void) {
   test_init();
   size_t base_mem = test_active_memory();
   const int modes[3] = {MLX_COMPILE_MODE_ENABLED, MLX_COMPILE_MODE_NO_FUSE,
                         MLX_COMPILE_MODE_NO_SIMPLIFY};
   int failures = 0, fused_graphs = 0, shapeless_hits = 0;
-  for (int gi = 0; gi < 400 && failures < 5; gi++) {
+  for (int gi = 0; gi < GRAPHS && failures < 5; gi++) {
     test_seed(1000 + (uint64_t)gi);
     struct graph g = {0};
     int nin = test_randint(1, MAXIN);
@@ -324,7 +332,7 @@ int main(void) {
   CHECK(lc_cache_count(0, 0) == 0);
   CHECK_MSG(test_active_memory() == base_mem, "active %zu vs %zu", test_active_memory(), base_mem);
   /* reductions over the last axis fuse with their neighbours in many graphs */
-  CHECK_MSG(row_regions >= 40, "only %d calls ran row regions", row_regions);
+  CHECK_MSG(row_regions >= 40 * GRAPHS / 400, "only %d calls ran row regions", row_regions);
   printf("%d graphs in ENABLED mode, %d shapeless replays on new shapes, %d calls with row "
          "regions\n", fused_graphs, shapeless_hits, row_regions);
   return test_done();
