@@ -48,6 +48,7 @@ static int fft_output_shape(const void *params, int nin, struct lc_node *const *
 
 const struct lc_prim lc_prim_fft = {.name = "fft",
                                     .eval_cpu = lc_fft_eval,
+                                    .eval_cuda = LC_CUDA(lc_cuda_eval_fft),
                                     .describe = fft_describe,
                                     .vjp = fft_vjp,
                                     .jvp = fft_jvp,

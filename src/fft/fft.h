@@ -9,7 +9,7 @@
  * norm itself ("backward": the inverse divided by the product of the
  * transformed lengths; "ortho", "forward" as numpy's), from the shapes at
  * evaluation. Multi-axis transforms run as successive one-dimensional passes
- * over the plans of fft/fft_plan.h. */
+ * over the plans of fft/fft_plan.h (on a GPU: cuFFT, gpu/cuda/eval_fft.c). */
 #ifndef LC_FFT_H
 #define LC_FFT_H
 

@@ -15,18 +15,6 @@
 #include "ops/shape.h"
 #include "transforms/transforms.h"
 
-#define LC_CONV_MAXSP 3
-
-/* Params of a CONV node (plain old data, compared bytewise). Padding is
- * already non-negative (negative padding was turned into a slice). */
-/* hi: the padding after each spatial axis (read only by output_shape: the
- * output's extents already say how far the last window reaches). */
-struct conv_params {
-  int nsp, groups, flip;
-  int stride[LC_CONV_MAXSP], lo[LC_CONV_MAXSP], kdil[LC_CONV_MAXSP], idil[LC_CONV_MAXSP];
-  int hi[LC_CONV_MAXSP];
-};
-
 /* Rows of the im2col matrix built at once, bounding its memory. */
 #define ROW_BLOCK_ELEMS (1 << 22)
 
@@ -34,7 +22,7 @@ struct conv_params {
  * of group g. x is the contiguous input (N, in..., C). */
 #define IM2COL(T, NAME)                                                                         \
   static void NAME(T *col, const T *x, const struct lc_node *n, const struct lc_node *in,      \
-                   const struct lc_node *wt, const struct conv_params *p, int64_t r0,           \
+                   const struct lc_node *wt, const struct lc_conv_params *p, int64_t r0,        \
                    int64_t rows, int g, int cg) {                                               \
     int nsp = p->nsp, C = in->shape[nsp + 1];                                                   \
     int64_t ostr[LC_CONV_MAXSP + 1], istr[LC_CONV_MAXSP + 1];                                   \
@@ -98,7 +86,7 @@ static const void *contig_data(struct lc_node *x, void **owned, size_t *bytes) {
 }
 
 static int conv_eval(struct lc_node *n) {
-  const struct conv_params *p = n->params;
+  const struct lc_conv_params *p = n->params;
   struct lc_node *in = n->in[0], *wt = n->in[1];
   if (lc_node_alloc_data(n)) return 1;
   int nsp = p->nsp, G = p->groups;
@@ -149,7 +137,7 @@ done:
 }
 
 static int conv_describe(const struct lc_node *n, char *buf, size_t len) {
-  const struct conv_params *p = n->params;
+  const struct lc_conv_params *p = n->params;
   return snprintf(buf, len, "nsp=%d groups=%d flip=%d", p->nsp, p->groups, p->flip);
 }
 
@@ -166,7 +154,7 @@ static int64_t dilate(int64_t x, int d) { return x > 0 ? (x - 1) * d + 1 : 0; }
  * it; channel counts must still agree with the groups. */
 static int conv_output_shape(const void *params, int nin, struct lc_node *const *in, int ndim,
                              int *shape) {
-  const struct conv_params *p = params;
+  const struct lc_conv_params *p = params;
   const struct lc_node *x = in[0], *w = in[1];
   int nsp = p->nsp;
   if (nin != 2 || ndim != nsp + 2 || x->ndim != ndim || w->ndim != ndim ||
@@ -186,6 +174,7 @@ static int conv_output_shape(const void *params, int nin, struct lc_node *const 
 
 const struct lc_prim lc_prim_conv = {.name = "conv",
                                      .eval_cpu = conv_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_conv),
                                      .describe = conv_describe,
                                      .vjp = conv_vjp,
                                      .jvp = conv_jvp,
@@ -234,7 +223,7 @@ struct lc_node *lc_conv_general(const char *fn, struct lc_node *in, struct lc_no
                                 const int *kdil, const int *idil, int groups, bool flip) {
   if (conv_checks(fn, in, wt, groups)) return NULL;
   int nsp = in->ndim - 2;
-  struct conv_params p;
+  struct lc_conv_params p;
   memset(&p, 0, sizeof p);
   p.nsp = nsp;
   p.groups = groups;
@@ -343,7 +332,7 @@ struct lc_node *lc_conv_transpose(const char *fn, struct lc_node *in, struct lc_
  * input-dilated input at t*s + j*kd - lo for kernel index j (k-1-j with
  * flip). Both cotangents are convolutions again (as MLX's). */
 
-static const struct conv_params *conv_p(const struct lc_node *n) { return n->params; }
+static const struct lc_conv_params *conv_p(const struct lc_node *n) { return n->params; }
 
 /* x (consumed) cut to [start[i], start[i] + len[i]) on spatial axis i
  * (axes 1..nsp), or x itself when nothing needs cutting. */
@@ -386,7 +375,7 @@ static struct lc_node *weight_transposed(struct lc_node *w, int G) {
  * padding what makes the result cover the input. Negative paddings start
  * the result earlier (by whole strides) or later; the extra rows are cut. */
 static struct lc_node *conv_vjp_input(struct lc_node *n, struct lc_node *g) {
-  const struct conv_params *p = conv_p(n);
+  const struct lc_conv_params *p = conv_p(n);
   const struct lc_node *x = n->in[0];
   struct lc_node *w = n->in[1];
   int nsp = p->nsp, lo[LC_CONV_MAXSP], hi[LC_CONV_MAXSP], skip[LC_CONV_MAXSP],
@@ -413,7 +402,7 @@ static struct lc_node *conv_vjp_input(struct lc_node *n, struct lc_node *g) {
  * with the cotangent (batch as its input channels), stride and kernel
  * dilation exchanged; then kernel taps reversed for a flipped kernel. */
 static struct lc_node *conv_vjp_weight(struct lc_node *n, struct lc_node *g) {
-  const struct conv_params *p = conv_p(n);
+  const struct lc_conv_params *p = conv_p(n);
   struct lc_node *x = n->in[0];
   const struct lc_node *w = n->in[1];
   int nsp = p->nsp, G = p->groups, nd = x->ndim, N = x->shape[0], C = x->shape[nd - 1];
@@ -498,7 +487,7 @@ static int conv_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
  * spatial extents, x's batch and w's output channels. */
 static struct lc_node *conv_like(struct lc_node *n, struct lc_node *x, struct lc_node *w,
                                  int groups) {
-  struct conv_params p = *conv_p(n);
+  struct lc_conv_params p = *conv_p(n);
   p.groups = groups;
   int nd = n->ndim, sh[LC_CONV_MAXSP + 2];
   memcpy(sh, n->shape, sizeof(int) * (size_t)nd);
@@ -538,7 +527,7 @@ static struct lc_node *moved(struct lc_node *x, int from, int to) {
  * Results come back with the batch axis first or just before the channels. */
 static int conv_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
                      struct lc_node **out, int *out_ax) {
-  const struct conv_params *p = conv_p(n);
+  const struct lc_conv_params *p = conv_p(n);
   int B = lc_rule_batch_size(2, in, ax), G = p->groups, nd = n->ndim, ch = nd - 1;
   struct lc_node *x = lc_rule_batch_front(in[0], ax[0], false);
   struct lc_node *w = x ? lc_rule_batch_front(in[1], ax[1], false) : NULL, *r = NULL;

@@ -148,6 +148,9 @@ int lc_cuda_eval_arg_reduce(struct lc_node *n);
 int lc_cuda_eval_scan(struct lc_node *n);
 int lc_cuda_eval_sort(struct lc_node *n);
 int lc_cuda_eval_random_bits(struct lc_node *n);
+/* convolution (gpu/cuda/eval_conv.c) and FFT (gpu/cuda/eval_fft.c) */
+int lc_cuda_eval_conv(struct lc_node *n);
+int lc_cuda_eval_fft(struct lc_node *n);
 #else
 #define LC_CUDA(fn) NULL
 #endif

@@ -17,13 +17,14 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "gpu/cuda/blas.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/kernels.h"
 #include "gpu/gpu.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
 
-#define MAX_GPUS 16
+#define MAX_GPUS LC_CUDA_BLAS_MAX_GPUS
 
 /* One handle per GPU, made on first use; a handle serves one call at a
  * time (its lock). */
@@ -31,6 +32,38 @@ static pthread_mutex_t handle_lock[MAX_GPUS] = {[0 ... MAX_GPUS - 1] = PTHREAD_M
 static cublasHandle_t handles[MAX_GPUS];
 #define WORKSPACE ((size_t)32 << 20)
 static void *workspaces[MAX_GPUS];
+
+int lc_cuda_blas_check(cublasStatus_t st, const char *what, const char *call) {
+  return st == CUBLAS_STATUS_SUCCESS
+             ? 0
+             : lc_error("%s on the GPU: cuBLAS %s failed (status %d)", what, call, (int)st);
+}
+
+int lc_cuda_blas_begin(int dev, const char *what, cublasHandle_t *h) {
+  pthread_mutex_lock(&handle_lock[dev]);
+  int rc = 0;
+  if (!handles[dev]) {
+    rc = lc_cuda_blas_check(cublasCreate(&handles[dev]), what, "create");
+    /* a workspace of its own, so that cuBLAS never allocates while a CUDA
+     * graph is captured (gpu/graphs.h); kept for the process's lifetime */
+    if (!rc && cudaMalloc(&workspaces[dev], WORKSPACE) != cudaSuccess) workspaces[dev] = NULL;
+    (void)cudaGetLastError();
+  }
+  if (!rc) rc = lc_cuda_blas_check(cublasSetStream(handles[dev], lc_gpu_stream(dev)), what,
+                                   "set stream");
+  /* cublasSetStream puts the default workspace back: set ours again */
+  if (!rc && workspaces[dev])
+    rc = lc_cuda_blas_check(cublasSetWorkspace(handles[dev], workspaces[dev], WORKSPACE), what,
+                            "set workspace");
+  if (rc) {
+    pthread_mutex_unlock(&handle_lock[dev]);
+    return 1;
+  }
+  *h = handles[dev];
+  return 0;
+}
+
+void lc_cuda_blas_end(int dev) { pthread_mutex_unlock(&handle_lock[dev]); }
 
 /* A matrix operand in cuBLAS's terms: the column-major matrix at ptr with
  * leading dimension ld is op(X)^T's storage. */
@@ -74,10 +107,6 @@ static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
     return m->ld >= *R && m->ld > 0;
   }
   return false;
-}
-
-static int blas_check(cublasStatus_t st, const char *what) {
-  return st == CUBLAS_STATUS_SUCCESS ? 0 : lc_error("matmul on the GPU: cuBLAS %s failed (status %d)", what, (int)st);
 }
 
 /* LACE_CUDA_GEMV=0: products of a few rows go to cuBLAS too (for
@@ -160,34 +189,20 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
       goto fail;
     }
   }
-  pthread_mutex_lock(&handle_lock[n->dev]);
-  int rc = 0;
-  if (!handles[n->dev]) {
-    rc = blas_check(cublasCreate(&handles[n->dev]), "create");
-    /* a workspace of its own, so that cuBLAS never allocates while a CUDA
-     * graph is captured (gpu/graphs.h); kept for the process's lifetime */
-    if (!rc && cudaMalloc(&workspaces[n->dev], WORKSPACE) != cudaSuccess)
-      workspaces[n->dev] = NULL;
-    (void)cudaGetLastError();
-  }
-  if (!rc) rc = blas_check(cublasSetStream(handles[n->dev], stream), "set stream");
-  /* cublasSetStream puts the default workspace back: set ours again */
-  if (!rc && workspaces[n->dev])
-    rc = blas_check(cublasSetWorkspace(handles[n->dev], workspaces[n->dev], WORKSPACE),
-                    "set workspace");
-  if (!rc) {
-    float af = p->alpha, bf = (float)beta;
-    double ad = p->alpha, bd = beta;
-    const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
-    const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
-    rc = blas_check(cublasGemmStridedBatchedEx(
-                        handles[n->dev], B.op, A.op, (int)N, (int)M, (int)K, alpha,
-                        lc_node_dev_data(b), dt, (int)B.ld, B.batch_stride, lc_node_dev_data(a),
-                        dt, (int)A.ld, A.batch_stride, betap, n->buf->dev_data, dt, (int)N,
-                        M * N, (int)batches, ct, CUBLAS_GEMM_DEFAULT),
-                    "gemm");
-  }
-  pthread_mutex_unlock(&handle_lock[n->dev]);
+  cublasHandle_t h;
+  if (lc_cuda_blas_begin(n->dev, "matmul", &h)) goto fail;
+  float af = p->alpha, bf = (float)beta;
+  double ad = p->alpha, bd = beta;
+  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
+  const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  int rc = lc_cuda_blas_check(
+      cublasGemmStridedBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
+                                 lc_node_dev_data(b), dt, (int)B.ld, B.batch_stride,
+                                 lc_node_dev_data(a), dt, (int)A.ld, A.batch_stride, betap,
+                                 n->buf->dev_data, dt, (int)N, M * N, (int)batches, ct,
+                                 CUBLAS_GEMM_DEFAULT),
+      "matmul", "gemm");
+  lc_cuda_blas_end(n->dev);
   if (!rc) return 0;
 fail:
   rc = 1;
