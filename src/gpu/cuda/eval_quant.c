@@ -118,7 +118,8 @@ static int via_gemm(struct lc_node *n, const struct lc_cu_qmm *a, bool transpose
   /* x's operand: its own layout when cuBLAS can read it, else a copy */
   const void *xp = a->x;
   int64_t lda = a->x_rs, x_bs = 0;
-  bool direct = (a->x_cs == 1 || a->K == 1) && (a->M == 1 || lda >= a->K) &&
+  bool rows_ok = a->M == 1 || (lda >= a->K && lda <= INT32_MAX);
+  bool direct = (a->x_cs == 1 || a->K == 1) && rows_ok &&
                 one_batch_stride(nb, x->shape, x->strides, &x_bs) && x_bs >= 0;
   if (a->M == 1) lda = a->K;
   if (!rc && !direct) {
