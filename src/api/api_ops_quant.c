@@ -119,8 +119,15 @@ int mlx_quantized_matmul(mlx_array *res, const mlx_array x, const mlx_array w,
   if (lc_api_check_stream(fn, s)) return 1;
   struct lc_node *W = weight_for(fn, x, w, scales, biases, transpose, group_size, bits, mode);
   if (!W) return 1;
-  struct lc_node *r = lc_matmul(lc_arr(x), W);
+  /* the arguments passed weight_for's checks: on a GPU, one node (the
+   * decomposition W stands for is dropped unevaluated) */
+  struct lc_node *r = NULL;
+  int g = group_size.has_value ? group_size.value : 64, b = bits.has_value ? bits.value : 4;
+  int rc = lc_quantized_matmul_try(lc_arr(x), lc_arr(w), lc_arr(scales), lc_arr(biases),
+                                   transpose, g, b, &r);
+  if (rc < 0) r = lc_matmul(lc_arr(x), W);
   lc_node_release(W);
+  if (rc > 0) return 1;
   return lc_api_set(res, r);
 }
 

@@ -143,6 +143,13 @@ int lc_cuda_eval_rms_norm(struct lc_node *n);
 int lc_cuda_eval_layer_norm(struct lc_node *n);
 int lc_cuda_eval_rope(struct lc_node *n);
 int lc_cuda_eval_sdpa(struct lc_node *n);
+/* random family (gpu/cuda/eval_random.c; random bits too) */
+int lc_cuda_eval_random_dist(struct lc_node *n);
+int lc_cuda_eval_random_categorical(struct lc_node *n);
+int lc_cuda_eval_random_argsort(struct lc_node *n);
+int lc_cuda_eval_random_take(struct lc_node *n);
+/* quantized matmul (gpu/cuda/eval_quant.c) */
+int lc_cuda_eval_quantized_matmul(struct lc_node *n);
 /* arg reductions, scans, sorts, random bits (gpu/cuda/eval_misc.c) */
 int lc_cuda_eval_arg_reduce(struct lc_node *n);
 int lc_cuda_eval_scan(struct lc_node *n);

@@ -23,4 +23,29 @@ int lc_quantize(struct lc_node *w, int group_size, int bits, struct lc_node **ou
 struct lc_node *lc_dequantize(const char *fn, struct lc_node *wq, struct lc_node *scales,
                               struct lc_node *biases, int group_size, int bits, int dtype);
 
+/* QUANTIZED_MATMUL (ops/quant_mm.c): x @ W (W^T when transpose), W the
+ * dequantized (w, scales, biases), in one node whose inputs are x
+ * (B..., M, K) and w, scales, biases (B..., R, packed / groups), all with
+ * the output's batch dimensions B... (broadcast views). The node computes
+ * what the decomposition (lc_dequantize, then lc_matmul) computes, with W
+ * rounded to x's dtype and float32 accumulation; its rules transform that
+ * decomposition. */
+struct lc_qmm_params {
+  int group_size, bits, transpose;
+};
+
+/* The primitive for x @ W where it applies (a GPU build device; float32,
+ * float16, bfloat16 x, scales and biases; shapes that match): 0 with *out
+ * set; -1 when it does not apply (nothing reported: the caller builds the
+ * decomposition, which reports any error); 1 after reporting. The arguments
+ * must have passed lc_dequantize's checks. */
+int lc_quantized_matmul_try(struct lc_node *x, struct lc_node *w, struct lc_node *scales,
+                            struct lc_node *biases, bool transpose, int group_size, int bits,
+                            struct lc_node **out);
+/* The primitive itself, wherever the build device is (for tests); as
+ * lc_quantized_matmul_try otherwise. */
+int lc_quantized_matmul_node(struct lc_node *x, struct lc_node *w, struct lc_node *scales,
+                             struct lc_node *biases, bool transpose, int group_size, int bits,
+                             struct lc_node **out);
+
 #endif

@@ -164,6 +164,7 @@ static int bits_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_random_bits = {.name = "random_bits",
                                             .eval_cpu = bits_eval,
+                                            .eval_cuda = LC_CUDA(lc_cuda_eval_random_bits),
                                             .vjp = lc_rule_zero_vjp,
                                             .jvp = lc_rule_zero_jvp,
                                             .vmap = bits_vmap};

@@ -350,6 +350,7 @@ static int dist_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_nod
 const struct lc_prim lc_prim_random_dist = {.name = "random_dist",
                                             .flags = LC_PF_ELEMWISE,
                                             .eval_cpu = lc_ew_eval_cpu,
+                                            .eval_cuda = LC_CUDA(lc_cuda_eval_random_dist),
                                             .ew = dist_kernel,
                                             .vjp = dist_vjp,
                                             .jvp = dist_jvp,
@@ -505,6 +506,8 @@ static int categorical_vmap(struct lc_node *n, struct lc_node *const *in, const 
 
 const struct lc_prim lc_prim_random_categorical = {.name = "random_categorical",
                                                    .eval_cpu = categorical_eval,
+                                                   .eval_cuda =
+                                                       LC_CUDA(lc_cuda_eval_random_categorical),
                                                    .vjp = lc_rule_zero_vjp,
                                                    .jvp = lc_rule_zero_jvp,
                                                    .vmap = categorical_vmap};
@@ -566,6 +569,7 @@ done:
 
 const struct lc_prim lc_prim_random_argsort = {.name = "random_argsort",
                                                .eval_cpu = argsort_eval,
+                                               .eval_cuda = LC_CUDA(lc_cuda_eval_random_argsort),
                                                .vjp = lc_rule_zero_vjp,
                                                .jvp = lc_rule_zero_jvp,
                                                .vmap = argsort_vmap};
@@ -650,6 +654,7 @@ static int take_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_random_take = {.name = "random_take",
                                             .eval_cpu = take_eval,
+                                            .eval_cuda = LC_CUDA(lc_cuda_eval_random_take),
                                             .vjp = take_vjp,
                                             .jvp = take_jvp,
                                             .vmap = take_vmap};
