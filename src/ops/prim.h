@@ -143,6 +143,8 @@ int lc_cuda_eval_rms_norm(struct lc_node *n);
 int lc_cuda_eval_layer_norm(struct lc_node *n);
 int lc_cuda_eval_rope(struct lc_node *n);
 int lc_cuda_eval_sdpa(struct lc_node *n);
+/* custom kernels (gpu/cuda/eval_custom_kernel.c) */
+int lc_cuda_eval_custom_kernel(struct lc_node *n);
 /* arg reductions, scans, sorts, random bits (gpu/cuda/eval_misc.c) */
 int lc_cuda_eval_arg_reduce(struct lc_node *n);
 int lc_cuda_eval_scan(struct lc_node *n);
