@@ -1,6 +1,7 @@
 /* Public fast ops (mlx/c/fast.h): argument checks, then the builders in
  * ops/fast_*.c. An empty optional array handle means "absent". The Metal
- * and CUDA custom-kernel functions stay generated stubs ("not implemented"). */
+ * custom-kernel functions stay generated stubs ("not implemented"); the
+ * CUDA ones are api_fast_cuda_kernel.c. */
 #include "api/api.h"
 #include "ops/fast.h"
 

@@ -4,11 +4,7 @@
  * (once when the weights do not vary over the batch) and multiplies with
  * cuBLAS, float32 accumulation, no TF32. x is copied to contiguous scratch
  * first when its matrices are not row-major with one batch stride.
- *
- * cuBLAS handles: one per GPU, made on first use, with a workspace of its
- * own so that cuBLAS never allocates during CUDA-graph capture (as in
- * eval_matmul.c; these are separate handles, each serving one call at a
- * time under its lock). */
+ * cuBLAS is called through the GPU's shared handle (gpu/cuda/blas.h). */
 #ifdef LACE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -16,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "gpu/cuda/blas.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/kernels.h"
 #include "gpu/cuda/quant.h"
@@ -23,12 +20,7 @@
 #include "ops/prim.h"
 #include "ops/quant.h"
 
-#define MAX_GPUS 16
-#define WORKSPACE ((size_t)32 << 20)
-
-static pthread_mutex_t handle_lock[MAX_GPUS] = {[0 ... MAX_GPUS - 1] = PTHREAD_MUTEX_INITIALIZER};
-static cublasHandle_t handles[MAX_GPUS];
-static void *workspaces[MAX_GPUS];
+#define MAX_GPUS LC_CUDA_BLAS_MAX_GPUS
 
 static bool float_type(mlx_dtype t) {
   return t == MLX_FLOAT32 || t == MLX_FLOAT16 || t == MLX_BFLOAT16;
@@ -66,41 +58,24 @@ static bool weights_constant(const struct lc_cu_qmm *a) {
   return true;
 }
 
-static int blas_check(cublasStatus_t st, const char *what) {
-  return st == CUBLAS_STATUS_SUCCESS
-             ? 0
-             : lc_error("quantized_matmul on the GPU: cuBLAS %s failed (status %d)", what,
-                        (int)st);
-}
-
 /* out (batches, M, N) = x @ op(W), W (R, C) row-major per batch (batch
  * stride w_bs), x row-major with row stride lda and batch stride x_bs. */
-static int gemm(int dev, void *stream, const struct lc_cu_qmm *a, bool transpose, const void *W,
+static int gemm(int dev, const struct lc_cu_qmm *a, bool transpose, const void *W,
                 int64_t w_bs, const void *x, int64_t lda, int64_t x_bs) {
   cudaDataType_t dt = a->dt == MLX_FLOAT32   ? CUDA_R_32F
                       : a->dt == MLX_FLOAT16 ? CUDA_R_16F
                                              : CUDA_R_16BF;
-  pthread_mutex_lock(&handle_lock[dev]);
-  int rc = 0;
-  if (!handles[dev]) {
-    rc = blas_check(cublasCreate(&handles[dev]), "create");
-    if (!rc && cudaMalloc(&workspaces[dev], WORKSPACE) != cudaSuccess) workspaces[dev] = NULL;
-    (void)cudaGetLastError();
-  }
-  if (!rc) rc = blas_check(cublasSetStream(handles[dev], stream), "set stream");
-  if (!rc && workspaces[dev])
-    rc = blas_check(cublasSetWorkspace(handles[dev], workspaces[dev], WORKSPACE),
-                    "set workspace");
-  if (!rc) {
-    const float one = 1.0f, zero = 0.0f;
-    rc = blas_check(cublasGemmStridedBatchedEx(
-                        handles[dev], transpose ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
-                        (int)a->N, (int)a->M, (int)a->K, &one, W, dt, (int)a->C, w_bs, x, dt,
-                        (int)lda, x_bs, &zero, a->out, dt, (int)a->N, a->M * a->N,
-                        (int)a->batches, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                    "gemm");
-  }
-  pthread_mutex_unlock(&handle_lock[dev]);
+  cublasHandle_t h;
+  if (lc_cuda_blas_begin(dev, "quantized_matmul", &h)) return 1;
+  const float one = 1.0f, zero = 0.0f;
+  int rc = lc_cuda_blas_check(
+      cublasGemmStridedBatchedEx(h, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
+                                 (int)a->N, (int)a->M, (int)a->K, &one, W, dt, (int)a->C, w_bs,
+                                 x, dt, (int)lda, x_bs, &zero, a->out, dt, (int)a->N,
+                                 a->M * a->N, (int)a->batches, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT),
+      "quantized_matmul", "gemm");
+  lc_cuda_blas_end(dev);
   return rc;
 }
 
@@ -134,7 +109,7 @@ static int via_gemm(struct lc_node *n, const struct lc_cu_qmm *a, bool transpose
     x_bs = a->M * a->K;
   }
   if (!rc)
-    rc = gemm(n->dev, stream, a, transpose, wbuf->dev_data, nw == 1 ? 0 : a->R * a->C, xp, lda,
+    rc = gemm(n->dev, a, transpose, wbuf->dev_data, nw == 1 ? 0 : a->R * a->C, xp, lda,
               x_bs);
   /* stream-ordered: reused only by work queued later */
   lc_buffer_release(wbuf);

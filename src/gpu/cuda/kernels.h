@@ -79,6 +79,10 @@ int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);
 int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim, const int *shape,
                        const int64_t *strides, int64_t n, void *stream);
 
+/* dst[0..n) = bits: n items of itemsize bytes (1, 2, 4 or 8), each the low
+ * itemsize bytes of bits. n <= 0 queues nothing. */
+int lc_cu_fill(void *dst, int64_t n, int itemsize, uint64_t bits, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -15,6 +15,9 @@
  * module that failed is remembered (NULL kernels) and never retried;
  * nothing here reports through lc_error (the caller falls back to the CPU).
  *
+ * The disk cache and the compiler serve custom kernels too (nvrtc.h,
+ * eval_custom_kernel.c), under their own options.
+ *
  * Environment: LACE_CUDA_VERBOSE=1 prints NVRTC's log (and the source) of
  * failed builds, =2 also the source of every kernel built. */
 #ifdef LACE_CUDA
@@ -29,6 +32,7 @@
 #include "compile/jit.h"
 #include "core/hash.h"
 #include "gpu/cuda/fused.h"
+#include "gpu/cuda/nvrtc.h"
 
 #define NAMES 3
 static const char *const kernel_names[NAMES] = {"lc_fk_ew", "lc_fk_ewv", "lc_fk_rows"};
@@ -50,26 +54,25 @@ static int verbose(void) {
 }
 
 
-void *lc_nvrtc_compile(const char *src, int arch, size_t *len) {
+/* Compiles src (named `name` in messages) under opts; the cubin, or NULL
+ * with NVRTC's log in *log (malloc'd; when log is not NULL). */
+static void *compile_with(const char *src, const char *name, const char *const *opts, int nopts,
+                          size_t *len, char **log) {
   nvrtcProgram prog;
-  if (nvrtcCreateProgram(&prog, src, "lace_fused.cu", 0, NULL, NULL) != NVRTC_SUCCESS) return NULL;
-  char archopt[48];
-  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
-  /* fmad off: a product and a sum round separately, as in the nvcc-built
-   * kernels and on the CPU */
-  const char *opts[] = {archopt, "-std=c++17", "--fmad=false", "-w"};
-  nvrtcResult rc = nvrtcCompileProgram(prog, (int)(sizeof opts / sizeof *opts), opts);
+  if (nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL) != NVRTC_SUCCESS) return NULL;
+  nvrtcResult rc = nvrtcCompileProgram(prog, nopts, opts);
   void *bin = NULL;
   if (rc != NVRTC_SUCCESS) {
-    if (verbose()) {
-      size_t n = 0;
-      nvrtcGetProgramLogSize(prog, &n);
-      char *log = malloc(n + 1);
-      if (log && nvrtcGetProgramLog(prog, log) == NVRTC_SUCCESS)
-        fprintf(stderr, "lace: NVRTC failed (%s):\n%s\n--- source ---\n%s\n",
-                nvrtcGetErrorString(rc), log, src);
-      free(log);
-    }
+    size_t n = 0;
+    char *text = NULL;
+    if (nvrtcGetProgramLogSize(prog, &n) == NVRTC_SUCCESS && (text = malloc(n + 1)) &&
+        nvrtcGetProgramLog(prog, text) != NVRTC_SUCCESS)
+      text[0] = 0;
+    if (text && verbose())
+      fprintf(stderr, "lace: NVRTC failed (%s):\n%s\n--- source ---\n%s\n",
+              nvrtcGetErrorString(rc), text, src);
+    if (log) *log = text;
+    else free(text);
   } else if (nvrtcGetCUBINSize(prog, len) == NVRTC_SUCCESS && (bin = malloc(*len))) {
     if (nvrtcGetCUBIN(prog, bin) != NVRTC_SUCCESS) {
       free(bin);
@@ -80,11 +83,23 @@ void *lc_nvrtc_compile(const char *src, int arch, size_t *len) {
   return bin;
 }
 
-/* The cubin of src for arch from the disk cache, or built and stored. */
-static void *cubin(const char *src, int arch, size_t *len) {
+void *lc_nvrtc_compile(const char *src, int arch, size_t *len) {
+  char archopt[48];
+  snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%d", arch);
+  /* fmad off: a product and a sum round separately, as in the nvcc-built
+   * kernels and on the CPU */
+  const char *opts[] = {archopt, "-std=c++17", "--fmad=false", "-w"};
+  return compile_with(src, "lace_fused.cu", opts, (int)(sizeof opts / sizeof *opts), len, NULL);
+}
+
+void *lc_nvrtc_cubin(const char *src, const char *name, int arch, const char *const *opts,
+                     int nopts, size_t *len, char **log) {
+  if (log) *log = NULL;
   int maj = 0, min = 0;
   nvrtcVersion(&maj, &min);
+  /* fused kernels' names are the hash of their source alone (as ever) */
   uint64_t h = lc_fnv1a(LC_FNV_SEED, src, strlen(src));
+  for (int k = 0; opts && k < nopts; k++) h = lc_fnv1a(h, opts[k], strlen(opts[k]) + 1);
   char dir[512], path[640], tmp[700];
   bool have_dir = lc_jit_cache_dir(dir, sizeof dir);
   if (have_dir) {
@@ -104,8 +119,8 @@ static void *cubin(const char *src, int arch, size_t *len) {
       fclose(f);
     }
   }
-  if (verbose() >= 2) fprintf(stderr, "lace: building a fused CUDA kernel:\n%s\n", src);
-  void *bin = lc_nvrtc_compile(src, arch, len);
+  if (verbose() >= 2) fprintf(stderr, "lace: building a CUDA kernel (%s):\n%s\n", name, src);
+  void *bin = opts ? compile_with(src, name, opts, nopts, len, log) : lc_nvrtc_compile(src, arch, len);
   if (bin && have_dir) {
     snprintf(tmp, sizeof tmp, "%s/.cuda-%016llx-%ld.tmp", dir, (unsigned long long)h, (long)getpid());
     FILE *f = fopen(tmp, "wb");
@@ -141,7 +156,7 @@ static void build(struct module *m, const struct lc_fused_hdr *h, const struct l
   char *src = lc_fk_source(h, p);
   if (!src) return;
   size_t len = 0;
-  void *bin = cubin(src, arch, &len);
+  void *bin = lc_nvrtc_cubin(src, "lace_fused.cu", arch, NULL, 0, &len, NULL);
   free(src);
   if (!bin) return;
   cudaLibrary_t lib;
