@@ -293,6 +293,31 @@ int main(void) {
     mlx_array_free(c.x);
     mlx_array_free(c.y);
   }
+  /* decode-step products, batch 1: x (1, 2048) @ W (2048, 5632) and the
+   * tied-embedding logits x @ E^T, E (32000, 2048); n counts weight
+   * elements, read once. "_cublas": the same through cuBLAS. */
+  for (int d = 0; d < 2 && !compiled_only; d++)
+    for (int tr = 0; tr < 2; tr++) {
+      int K = 2048, N = tr ? 32000 : 5632, xs[] = {1, K}, ws[] = {tr ? N : K, tr ? K : N};
+      struct ew_case c = {.kind = 5, .dt = dts[d]};
+      c.x = rand_on_gpu(xs, 2, dts[d]);
+      mlx_array w = rand_on_gpu(ws, 2, dts[d]);
+      c.y = mlx_array_new();
+      if (tr) mlx_transpose(&c.y, w, gs);
+      else mlx_array_set(&c.y, w);
+      mlx_array_eval(c.y);
+      double isz = d == 0 ? 4 : 2;
+      const char *nm = tr ? "gemv_wt" : "gemv_w";
+      report(nm, dtn[d], (double)K * N, isz, 2.0 * K * N, bench_time(run_case, &c));
+      setenv("LACE_CUDA_GEMV", "0", 1);
+      char nb[32];
+      snprintf(nb, sizeof nb, "%s_cublas", nm);
+      report(nb, dtn[d], (double)K * N, isz, 2.0 * K * N, bench_time(run_case, &c));
+      unsetenv("LACE_CUDA_GEMV");
+      mlx_array_free(c.x);
+      mlx_array_free(c.y);
+      mlx_array_free(w);
+    }
   int one[] = {1};
   mlx_array t[2] = {rand_on_gpu(one, 1, MLX_FLOAT32), rand_on_gpu(one, 1, MLX_FLOAT32)};
   bench_stats st = bench_time(tiny_add, t);

@@ -86,6 +86,13 @@ def torch_cases(sizes):
         b = torch.rand(8192, 8192, device=dev, dtype=dt)
         out[("matmul8192", name, 8192 * 8192)] = t(lambda: a @ b)
         del a, b
+        # batch-1 products of the decode step (bench_gpu's gemv cases)
+        x = torch.rand(1, 2048, device=dev, dtype=dt)
+        w = torch.rand(2048, 5632, device=dev, dtype=dt)
+        e = torch.rand(32000, 2048, device=dev, dtype=dt)
+        out[("gemv_w", name, 2048 * 5632)] = t(lambda: x @ w)
+        out[("gemv_wt", name, 2048 * 32000)] = t(lambda: x @ e.t())
+        del x, w, e
     # a tiny compiled call, host + device (as lace's tiny_compiled_eval)
     tiny = torch.compile(lambda a, b: a * b + a, dynamic=False)
     a1 = torch.rand(1, device=dev); b1 = torch.rand(1, device=dev)
@@ -149,6 +156,11 @@ def main():
             fl = 2 * 8192 ** 3
             tt = tc.get((case, dt, n))
             print("%-22s %-9s %10d %9.3f %9.3f | %6.0f TF/s, torch %6.0f TF/s" % (case, dt, n, ms, tt * 1e3, fl / (ms / 1e3) / 1e12, fl / tt / 1e12))
+            continue
+        if case.startswith("gemv"):  # reads the weights once: fraction of copy's read+write rate
+            tt = tc.get((case.replace("_cublas", ""), dt, n))
+            frac = lambda sec: n * isz / sec / peak[dt]
+            print("%-22s %-9s %10d %9.4f %9.4f | lace %.2f  torch %s" % (case, dt, n, ms, tt * 1e3 if tt else 0, frac(ms / 1e3), "%.2f" % frac(tt) if tt else "-"))
             continue
         if case not in bpe: continue
         b = bpe[case] * n * isz

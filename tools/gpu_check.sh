@@ -1,5 +1,5 @@
 #!/bin/sh
-# The GPU check: the GPU tests and the side-by-side GPU benchmark.
+# The GPU check: every GPU test (test_gpu_*) and the side-by-side GPU benchmark.
 #   sh tools/gpu_check.sh          builds build-gpu (Release, LACE_CUDA=ON),
 #                                  then runs them from there
 #   sh tools/gpu_check.sh DIR      runs prebuilt binaries from DIR (how the
@@ -19,9 +19,11 @@ else
 fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null
 rc=0
-for t in test_gpu_ops test_gpu_index test_gpu_fast test_gpu_compile test_gpu_graphs test_gpu_nccl; do
+for p in "$T"/test_gpu_*; do
+  [ -x "$p" ] || continue
+  t=${p##*/}
   echo "== $t"
-  "$T/$t"
+  "$p"
   s=$?
   [ $s -eq 0 ] || [ $s -eq 77 ] || { echo "== $t FAILED ($s)"; rc=1; }
 done
