@@ -465,6 +465,7 @@ static int scan_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_scan = {.name = "scan",
                                      .eval_cpu = scan_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_scan),
                                      .vjp = scan_vjp,
                                      .jvp = scan_jvp,
                                      .vmap = scan_vmap,

@@ -270,6 +270,7 @@ static int sort_output_shape(const void *params, int nin, struct lc_node *const 
 
 const struct lc_prim lc_prim_sort = {.name = "sort",
                                      .eval_cpu = sort_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_sort),
                                      .vjp = sort_vjp,
                                      .jvp = sort_jvp,
                                      .vmap = sort_vmap,

@@ -16,5 +16,14 @@ int lc_cuda_finish(struct lc_node *n, int rc);
 /* A launcher's answer as an eval_cuda answer: 0, LC_EVAL_ON_CPU, or 1
  * after reporting the CUDA error for primitive `name`. */
 int lc_cuda_result(int rc, const char *name);
+/* x's elements as rows over the axes red[] marks (kept axes first, then
+ * reduced ones, each ascending), row-major at *src: x's own data when its
+ * layout is that already, else a strided copy into *tmp on GPU dev (the
+ * caller releases it once the kernel reading it is queued; NULL when no
+ * copy was made). *len: a row's length. `what` names the copy in
+ * messages. 0, LC_EVAL_ON_CPU (the copy kernel declined; nothing made),
+ * or 1 after reporting. */
+int lc_cuda_rows_last(const struct lc_node *x, const bool *red, int dev, const char *what,
+                      const void **src, struct lc_buffer **tmp, int64_t *len);
 
 #endif

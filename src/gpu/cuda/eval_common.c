@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/kernels.h"
+#include "gpu/gpu.h"
 #include "ops/prim.h"
 
 int lc_cuda_alloc_output(struct lc_node *n) {
@@ -31,6 +32,44 @@ int lc_cuda_finish(struct lc_node *n, int rc) {
     n->buf = NULL;
   }
   return rc;
+}
+
+/* The layout test and copy of lc_cuda_rows_last (eval.h). */
+int lc_cuda_rows_last(const struct lc_node *x, const bool *red, int dev, const char *what,
+                      const void **src, struct lc_buffer **tmp, int64_t *len) {
+  int nd = x->ndim, perm[LC_CU_MAX_DIMS], shape[LC_CU_MAX_DIMS], k = 0;
+  int64_t strides[LC_CU_MAX_DIMS], expect = 1;
+  *len = 1;
+  for (int d = 0; d < nd; d++)
+    if (!red[d]) perm[k++] = d;
+  for (int d = 0; d < nd; d++)
+    if (red[d]) {
+      perm[k++] = d;
+      *len *= x->shape[d];
+    }
+  bool in_order = true;
+  for (int i = nd - 1; i >= 0; i--) {
+    shape[i] = x->shape[perm[i]];
+    strides[i] = x->strides[perm[i]];
+    if (shape[i] != 1 && strides[i] != expect) in_order = false;
+    expect *= shape[i];
+  }
+  *src = lc_node_dev_data(x);
+  *tmp = NULL;
+  if (in_order) return 0;
+  size_t isz = lc_dtype_size(x->dtype);
+  *tmp = lc_buffer_new_device((size_t)x->size * isz, dev);
+  if (!*tmp) return 1;
+  int rc = lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, *src, (int)isz, nd, shape, strides,
+                                             x->size, lc_gpu_stream(dev)),
+                          what);
+  if (rc) {
+    lc_buffer_release(*tmp);
+    *tmp = NULL;
+    return rc;
+  }
+  *src = (*tmp)->dev_data;
+  return 0;
 }
 
 int lc_cuda_result(int rc, const char *name) {
