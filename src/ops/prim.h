@@ -152,7 +152,7 @@ int lc_cuda_eval_random_take(struct lc_node *n);
 int lc_cuda_eval_quantized_matmul(struct lc_node *n);
 /* custom kernels (gpu/cuda/eval_custom_kernel.c) */
 int lc_cuda_eval_custom_kernel(struct lc_node *n);
-/* arg reductions, scans, sorts, random bits (gpu/cuda/eval_misc.c) */
+/* arg reductions (eval_reduce.c), scans (eval_scan.c), sorts (eval_sort.c), random bits (eval_random.c) */
 int lc_cuda_eval_arg_reduce(struct lc_node *n);
 int lc_cuda_eval_scan(struct lc_node *n);
 int lc_cuda_eval_sort(struct lc_node *n);
