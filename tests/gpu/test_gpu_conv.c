@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "core/node.h"
+#include "gpu/graphs.h"
 #include "gpu_util.h"
 
 static char what_buf[256];
@@ -344,8 +345,13 @@ static void test_grad(void) {
 
 /* The same small network evaluated repeatedly on new inputs (the second
  * evaluation is captured into a CUDA graph, later ones replay it): every
- * result equals the CPU's. */
+ * result equals the CPU's, and the GPU side did replay. The intermediates
+ * are freed before the evaluation, so that only their consumers hold them
+ * (private nodes keep the capture's blocks: the cuBLAS kernels, which are
+ * guarded rather than relocated, see unmoved buffers). */
 static void test_repeated(void) {
+  struct lc_gpu_graph_stats g0, g1;
+  lc_gpu_graph_stats(&g0);
   struct ccase c = base(2, 2, 4, 6, 10, 3);
   c.groups = 2;
   c.lo[0] = c.lo[1] = c.hi[0] = c.hi[1] = 1;
@@ -362,10 +368,10 @@ static void test_repeated(void) {
       CHECK_OK(conv_on(&b, a, w, &c, s));
       CHECK_OK(mlx_tanh(&y, b, s));
       CHECK_OK(mlx_add(&r[side], y, b, s));
-      CHECK_OK(mlx_array_eval(r[side]));
       mlx_array_free(a);
       mlx_array_free(b);
       mlx_array_free(y);
+      CHECK_OK(mlx_array_eval(r[side]));
     }
     CHECK_SAME(r[0], r[1], 1e-4, 4e-5, WHAT("repeated evaluation %d", it));
     mlx_array_free(r[0]);
@@ -374,6 +380,12 @@ static void test_repeated(void) {
   }
   mlx_array_free(w);
   mlx_array_free(two);
+  lc_gpu_graph_stats(&g1);
+  /* evaluation 0 warms, 1 is captured, 2..4 replay */
+  CHECK_MSG(!lc_gpu_graphs_on() || g1.replayed - g0.replayed >= 3,
+            "repeated conv: %lu graph replays of 3 (%lu captured, %lu mismatched, %lu refused)",
+            g1.replayed - g0.replayed, g1.captured - g0.captured, g1.mismatched - g0.mismatched,
+            g1.refused - g0.refused);
 }
 
 int main(void) {
