@@ -12,6 +12,7 @@
 #include "core/node.h"
 #include "gpu/graphs.h"
 #include "gpu_util.h"
+#include "ops/prim.h"
 
 static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
@@ -99,8 +100,16 @@ static bool run_case(const struct ccase *c, mlx_dtype t, int views, const char *
   if (valid) {
     CHECK_OK(mlx_array_eval(rc));
     CHECK_OK(conv_on(&rg, x, w, c, gpu_stream));
+    /* the CONV node itself (float16 / bfloat16: under the cast back, which
+     * the GPU would make even from a CPU-made CONV output) */
+    struct lc_node *cn = rg.ctx;
+    if (cn && cn->op == LC_OP_ASTYPE && cn->nin == 1) cn = cn->in[0];
+    CHECK_MSG(cn && cn->op == LC_OP_CONV, "%s: the result is not a CONV node", name);
+    mlx_array conv_node = {cn ? lc_node_retain(cn) : NULL};
     CHECK_OK(mlx_array_eval(rg));
-    CHECK_MSG(made_on_gpu(rg), "%s: the result was not made on the GPU", name);
+    CHECK_MSG(made_on_gpu(rg) && made_on_gpu(conv_node), "%s: the result was not made on the GPU",
+              name);
+    if (conv_node.ctx) lc_node_release(conv_node.ctx);
     double rtol, atol;
     tolerances(t, kdim(c), &rtol, &atol);
     CHECK_SAME(rg, rc, rtol, atol, name);
