@@ -10,7 +10,9 @@
 #include <math.h>
 
 #include "core/node.h"
+#include "gpu/graphs.h"
 #include "gpu_util.h"
+#include "ops/prim.h"
 
 static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
@@ -98,8 +100,16 @@ static bool run_case(const struct ccase *c, mlx_dtype t, int views, const char *
   if (valid) {
     CHECK_OK(mlx_array_eval(rc));
     CHECK_OK(conv_on(&rg, x, w, c, gpu_stream));
+    /* the CONV node itself (float16 / bfloat16: under the cast back, which
+     * the GPU would make even from a CPU-made CONV output) */
+    struct lc_node *cn = rg.ctx;
+    if (cn && cn->op == LC_OP_ASTYPE && cn->nin == 1) cn = cn->in[0];
+    CHECK_MSG(cn && cn->op == LC_OP_CONV, "%s: the result is not a CONV node", name);
+    mlx_array conv_node = {cn ? lc_node_retain(cn) : NULL};
     CHECK_OK(mlx_array_eval(rg));
-    CHECK_MSG(made_on_gpu(rg), "%s: the result was not made on the GPU", name);
+    CHECK_MSG(made_on_gpu(rg) && made_on_gpu(conv_node), "%s: the result was not made on the GPU",
+              name);
+    if (conv_node.ctx) lc_node_release(conv_node.ctx);
     double rtol, atol;
     tolerances(t, kdim(c), &rtol, &atol);
     CHECK_SAME(rg, rc, rtol, atol, name);
@@ -344,8 +354,13 @@ static void test_grad(void) {
 
 /* The same small network evaluated repeatedly on new inputs (the second
  * evaluation is captured into a CUDA graph, later ones replay it): every
- * result equals the CPU's. */
+ * result equals the CPU's, and the GPU side did replay. The intermediates
+ * are freed before the evaluation, so that only their consumers hold them
+ * (private nodes keep the capture's blocks: the cuBLAS kernels, which are
+ * guarded rather than relocated, see unmoved buffers). */
 static void test_repeated(void) {
+  struct lc_gpu_graph_stats g0, g1;
+  lc_gpu_graph_stats(&g0);
   struct ccase c = base(2, 2, 4, 6, 10, 3);
   c.groups = 2;
   c.lo[0] = c.lo[1] = c.hi[0] = c.hi[1] = 1;
@@ -362,10 +377,10 @@ static void test_repeated(void) {
       CHECK_OK(conv_on(&b, a, w, &c, s));
       CHECK_OK(mlx_tanh(&y, b, s));
       CHECK_OK(mlx_add(&r[side], y, b, s));
-      CHECK_OK(mlx_array_eval(r[side]));
       mlx_array_free(a);
       mlx_array_free(b);
       mlx_array_free(y);
+      CHECK_OK(mlx_array_eval(r[side]));
     }
     CHECK_SAME(r[0], r[1], 1e-4, 4e-5, WHAT("repeated evaluation %d", it));
     mlx_array_free(r[0]);
@@ -374,6 +389,12 @@ static void test_repeated(void) {
   }
   mlx_array_free(w);
   mlx_array_free(two);
+  lc_gpu_graph_stats(&g1);
+  /* evaluation 0 warms, 1 is captured, 2..4 replay */
+  CHECK_MSG(!lc_gpu_graphs_on() || g1.replayed - g0.replayed >= 3,
+            "repeated conv: %lu graph replays of 3 (%lu captured, %lu mismatched, %lu refused)",
+            g1.replayed - g0.replayed, g1.captured - g0.captured, g1.mismatched - g0.mismatched,
+            g1.refused - g0.refused);
 }
 
 int main(void) {

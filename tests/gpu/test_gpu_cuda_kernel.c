@@ -10,8 +10,9 @@
  * stepped, 0-d and empty), template arguments of the three kinds,
  * init_value with atomicAdd outputs, several outputs of mixed dtypes, 2-d
  * grids (MLX's rule: the grid counts threads), dynamic shared memory
- * (also beyond 48 KiB), every dtype, kernels inside mlx_compile (replays
- * with fresh inputs: CUDA graphs relocate the kernel's argument struct),
+ * (also beyond 48 KiB), every dtype, kernels inside mlx_compile, CUDA
+ * graph replays on fresh inputs (the kernel's argument struct relocated;
+ * the replays counted),
  * outputs that outlive the kernel's handle, errors at evaluation (NVRTC's
  * log, too much shared memory), results against CPU-computed expectations
  * and device memory back to its baseline.
@@ -24,6 +25,7 @@
 #include "gpu_util.h"
 
 #include "gpu/gpu.h"
+#include "gpu/graphs.h"
 #include "ops/fast_cuda_kernel.h"
 
 /* Present only in CUDA builds. */
@@ -646,6 +648,63 @@ static void test_compile(void) {
   mlx_fast_cuda_kernel_free(sq_kernel);
 }
 
+/* ---- CUDA graphs: the kernel's argument struct relocated ----
+ * The same tape (kernel, its output, multiply, add: enough nodes for a
+ * graph) evaluated on fresh inputs, its intermediates held only by their
+ * consumers: the second evaluation is captured, later ones replay with the
+ * noted argument blob moved to the new input and output. */
+static void test_graph_replay(void) {
+  const char *in[] = {"inp"}, *out[] = {"out"};
+  mlx_fast_cuda_kernel k = kernel("sqg", in, 1, out, 1,
+                                  "uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                                  "if (i < inp_shape[0]) out[i] = inp[i] * inp[i] + 1.0f;\n",
+                                  "", true, 0);
+  enum { N = 300, REPS = 6 };
+  int sh[1] = {N};
+  mlx_fast_cuda_kernel_config c = config(N, 1, 1, 128, 1, 1);
+  output(c, sh, 1, MLX_FLOAT32);
+  mlx_array x0 = gpu_rand(sh, 1, MLX_FLOAT32, -2, 2);
+  check_builds(k, c, &x0, 1, true);
+  mlx_array_free(x0);
+  if (!have_gpu) {
+    mlx_fast_cuda_kernel_config_free(c);
+    mlx_fast_cuda_kernel_free(k);
+    return;
+  }
+  struct lc_gpu_graph_stats g0, g1;
+  lc_gpu_graph_stats(&g0);
+  mlx_array two = mlx_array_new_float(2.0f), one = mlx_array_new_float(1.0f);
+  for (int rep = 0; rep < REPS; rep++) {
+    mlx_array x = gpu_rand(sh, 1, MLX_FLOAT32, -2, 2), y = mlx_array_new(), z = mlx_array_new(),
+              u = mlx_array_new();
+    mlx_vector_array vin = mlx_vector_array_new_data(&x, 1), vout = mlx_vector_array_new();
+    CHECK_OK(mlx_fast_cuda_kernel_apply(&vout, k, vin, c, gpu_stream));
+    CHECK_OK(mlx_vector_array_get(&y, vout, 0));
+    CHECK_OK(mlx_multiply(&z, y, two, gpu_stream));
+    CHECK_OK(mlx_add(&u, z, one, gpu_stream));
+    mlx_vector_array_free(vout);
+    mlx_array_free(y);
+    mlx_array_free(z);
+    CHECK_OK(mlx_array_eval(u));
+    double *xv = test_values(x), want[N];
+    for (int i = 0; xv && i < N; i++)
+      want[i] = ((float)xv[i] * (float)xv[i] + 1.0f) * 2.0f + 1.0f;
+    if (xv) CHECK_CLOSE(u, want, N, 1e-6, 1e-6);
+    free(xv);
+    mlx_vector_array_free(vin);
+    free_all((mlx_array[]){x, u}, 2);
+  }
+  lc_gpu_graph_stats(&g1);
+  /* evaluation 0 warms, 1 is captured, 2.. replay */
+  CHECK_MSG(!lc_gpu_graphs_on() || g1.replayed - g0.replayed >= REPS - 2,
+            "custom kernel: %lu graph replays of %d (%lu captured, %lu mismatched, %lu refused)",
+            g1.replayed - g0.replayed, REPS - 2, g1.captured - g0.captured,
+            g1.mismatched - g0.mismatched, g1.refused - g0.refused);
+  free_all((mlx_array[]){two, one}, 2);
+  mlx_fast_cuda_kernel_config_free(c);
+  mlx_fast_cuda_kernel_free(k);
+}
+
 int main(void) {
   test_init();
   if (!lc_gpu_built() || !lc_ck_cubin) {
@@ -673,6 +732,7 @@ int main(void) {
   test_meta();
   test_header_and_errors();
   test_compile();
+  test_graph_replay();
   mlx_clear_cache();
   mlx_get_active_memory(&after);
   CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);

@@ -14,6 +14,7 @@
 #include <pthread.h>
 
 #include "core/node.h"
+#include "gpu/graphs.h"
 #include "gpu_util.h"
 
 #define RTOL 1e-4
@@ -350,6 +351,9 @@ static void test_vjp(void) {
  * on new inputs: a CUDA graph would be captured on the second one; the
  * FFT refuses it and every evaluation still equals the CPU's. */
 static void test_repeated(void) {
+  struct lc_gpu_graph_stats g0, g1;
+  lc_gpu_graph_stats(&g0);
+  int errors = test_errors_seen;
   int sh[] = {8, 30}, m1 = -1, n = 30;
   mlx_array two = mlx_array_new_float(2.0f), half = mlx_array_new_float(0.5f);
   for (int it = 0; it < 5; it++) {
@@ -374,6 +378,14 @@ static void test_repeated(void) {
   }
   mlx_array_free(two);
   mlx_array_free(half);
+  lc_gpu_graph_stats(&g1);
+  if (lc_gpu_graphs_on()) {
+    CHECK_MSG(g1.refused > g0.refused, "the capture of a tape with an FFT was not refused");
+    CHECK_MSG(g1.replayed == g0.replayed, "a tape with an FFT replayed as a graph %lu times",
+              g1.replayed - g0.replayed);
+  }
+  CHECK_MSG(test_errors_seen == errors, "the refused capture reported %d errors (last: %s)",
+            test_errors_seen - errors, test_last_error);
 }
 
 /* ---- threads sharing the plan cache ---- */

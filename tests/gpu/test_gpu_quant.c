@@ -5,14 +5,16 @@
  * scales of the same or another dtype, M in {1, 3, 8, 9, 16, 100}, K and N
  * not powers of two, batched x and w (broadcast both ways), 1-d x,
  * transposed and strided x, weights at offsets and with strided words;
- * gradients with respect to x through the node's rules; that the results
- * were made on the GPU; device memory back to its baseline. Tolerances:
- * the products accumulate in float32 in another order, and the output is
+ * gradients with respect to x through the node's rules; that the GPU side
+ * is one QUANTIZED_MATMUL node and its results were made on the GPU;
+ * device memory back to its baseline. Tolerances: the products accumulate
+ * in float32 in another order, and the output is
  * rounded to x's dtype. Skips without a GPU. */
 #include <math.h>
 
 #include "core/node.h"
 #include "gpu_util.h"
+#include "ops/prim.h"
 
 static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
@@ -20,6 +22,15 @@ static char what_buf[256];
 static bool made_on_gpu(mlx_array a) {
   const struct lc_node *n = a.ctx;
   return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
+}
+
+/* Whether a (unevaluated) is a QUANTIZED_MATMUL node, or the reshape that
+ * drops the row of a 1-d x: the GPU kernels ran, not the decomposition
+ * (dequantize + matmul, whose result is made on the GPU too). */
+static bool built_as_qmm(mlx_array a) {
+  const struct lc_node *n = a.ctx;
+  if (n && n->op == LC_OP_RESHAPE && n->nin == 1) n = n->in[0];
+  return n && n->op == LC_OP_QUANTIZED_MATMUL;
 }
 
 static const mlx_array no_array = {NULL};
@@ -58,6 +69,7 @@ static void compare(mlx_array x, const mlx_array *q, bool transpose, int gs, int
   for (int side = 0; side < 2; side++) {
     mlx_stream s = side ? test_stream() : gpu_stream;
     CHECK_OK(mlx_quantized_matmul(&r[side], x, q[0], q[1], q[2], transpose, g, b, "affine", s));
+    if (side == 0) CHECK_MSG(built_as_qmm(r[0]), "%s: not one QUANTIZED_MATMUL node", what);
     CHECK_OK(mlx_array_eval(r[side]));
   }
   if (mlx_array_size(r[1]) > 0) CHECK_MSG(made_on_gpu(r[0]), "%s: not made on the GPU", what);

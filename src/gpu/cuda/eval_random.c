@@ -4,6 +4,7 @@
  * gpu/cuda/random.cu, which compute what the CPU evaluators do. The
  * complex normal (RANDOM_CNORMAL) has no GPU kernel and runs on the CPU. */
 #ifdef LACE_CUDA
+#include <stdint.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -56,12 +57,13 @@ static bool dist_input_dtype(mlx_dtype t) {
 }
 
 /* The output's dimensions with extent 1 dropped and neighbours that every
- * input steps through as one merged; false beyond LC_CU_MAX_DIMS. */
+ * input steps through as one merged (while the merged extent fits the
+ * descriptor's int); false beyond LC_CU_MAX_DIMS. */
 static bool dist_dims(struct lc_cu_dist *a, const struct lc_node *n) {
   int nd = 0;
   for (int d = 0; d < n->ndim; d++) {
     if (n->shape[d] == 1) continue;
-    bool merge = nd > 0;
+    bool merge = nd > 0 && (int64_t)a->shape[nd - 1] * n->shape[d] <= INT32_MAX;
     for (int k = 0; merge && k < a->nin; k++)
       merge = a->strides[k][nd - 1] == n->in[k]->strides[d] * n->shape[d];
     if (merge) {
