@@ -7,6 +7,7 @@
 # LACE_GPU_BENCH=0 skips the benchmarks; their output is in gpu-bench.log and
 # gpu-decode.log (the transformer decode step: lace, torch, jax).
 # Exit status: non-zero when a test failed (a skip, 77, is not a failure).
+# Each test is stopped after LACE_GPU_TEST_TIMEOUT seconds (300), a failure.
 set -u
 [ -f tools/gpu_env.sh ] && . tools/gpu_env.sh
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -23,7 +24,7 @@ for p in "$T"/test_gpu_*; do
   [ -x "$p" ] || continue
   t=${p##*/}
   echo "== $t"
-  "$p"
+  timeout "${LACE_GPU_TEST_TIMEOUT:-300}" "$p"
   s=$?
   [ $s -eq 0 ] || [ $s -eq 77 ] || { echo "== $t FAILED ($s)"; rc=1; }
 done
