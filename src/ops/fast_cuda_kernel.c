@@ -328,6 +328,23 @@ static void ck_params_ref(const void *params, int delta) {
   else launch_release(L);
 }
 
+/* A launch's meaning: its source (which names the kernel, its template
+ * arguments and the argument struct's layout), grid, block, dynamic shared
+ * memory and outputs; two applies of one kernel and config hash alike. */
+static uint64_t ck_params_hash(const void *params) {
+  const struct lc_ck_launch *L = ((const struct lc_ck_params *)params)->L;
+  uint64_t h = lc_fnv1a(LC_FNV_SEED, &L->hash, sizeof L->hash);
+  h = lc_fnv1a(h, L->grid, sizeof L->grid);
+  h = lc_fnv1a(h, L->block, sizeof L->block);
+  h = lc_fnv1a(h, &L->k->shared_memory, sizeof L->k->shared_memory);
+  h = lc_fnv1a(h, &L->nout, sizeof L->nout);
+  h = lc_fnv1a(h, L->out_dtype, (size_t)L->nout * sizeof *L->out_dtype);
+  h = lc_fnv1a(h, L->out_bytes, (size_t)L->nout * sizeof *L->out_bytes);
+  h = lc_fnv1a(h, &L->has_init, sizeof L->has_init);
+  if (L->has_init) h = lc_fnv1a(h, L->init_bits, (size_t)L->nout * sizeof *L->init_bits);
+  return h;
+}
+
 static int ck_describe(const struct lc_node *n, char *buf, size_t len) {
   const struct lc_ck_params *p = n->params;
   snprintf(buf, len, "%s grid %ux%ux%u blocks of %ux%ux%u", p->L->kname, p->L->grid[0],
@@ -342,4 +359,5 @@ const struct lc_prim lc_prim_fast_cuda_kernel = {.name = "cuda_kernel",
                                                  .eval_cpu = ck_eval_cpu,
                                                  .eval_cuda = LC_CUDA(lc_cuda_eval_custom_kernel),
                                                  .params_ref = ck_params_ref,
+                                                 .params_hash = ck_params_hash,
                                                  .describe = ck_describe};

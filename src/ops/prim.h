@@ -88,6 +88,10 @@ struct lc_prim {
    * node or program and with -1 when such a copy is freed. All other
    * params are plain data and leave this NULL. */
   void (*params_ref)(const void *params, int delta);
+  /* Optional, for params that hold pointers: a hash of what they mean
+   * (equal for params that evaluate alike), used where params are keyed by
+   * value (CUDA graph signatures). Without it the params' bytes are hashed. */
+  uint64_t (*params_hash)(const void *params);
   /* Writes a short description of params for graph dumps (optional). */
   int (*describe)(const struct lc_node *n, char *buf, size_t len);
   /* Shapeless compile (optional; elementwise and broadcast need none): the

@@ -3,7 +3,8 @@
  * and do run as graph replays; fresh input values at reused addresses are
  * read, not baked in; a step with a primitive that runs on the CPU is
  * refused silently and still right; concurrent loops on two threads agree
- * with sequential ones; device memory returns to its baseline. Skips
+ * with sequential ones; tapes of empty nodes (an empty capture) report
+ * nothing and leave no error behind; device memory returns to its baseline. Skips
  * without a GPU. */
 #include <pthread.h>
 
@@ -161,6 +162,36 @@ static void *run_job(void *arg) {
   return NULL;
 }
 
+/* A tape whose every node is empty queues no GPU work: its capture is an
+ * empty graph, which must replay (or be declined) without an error and
+ * without leaving CUDA's last error set for the next evaluation. */
+static void empty_tapes(void) {
+  int shape[] = {0};
+  int errors = test_errors_seen;
+  mlx_array key = mlx_array_new(), lo = mlx_array_new_float(-2.5f), hi = mlx_array_new_float(3);
+  CHECK_OK(mlx_random_key(&key, 7));
+  for (int rep = 0; rep < 4; rep++) {
+    mlx_array u = mlx_array_new(), b = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(mlx_random_uniform(&u, lo, hi, shape, 1, MLX_FLOAT32, key, gpu_stream));
+    CHECK_OK(mlx_exp(&b, u, gpu_stream));
+    CHECK_OK(mlx_multiply(&c, b, u, gpu_stream));
+    CHECK_OK(mlx_array_eval(c));
+    CHECK(mlx_array_size(c) == 0);
+    mlx_array_free(u), mlx_array_free(b), mlx_array_free(c);
+  }
+  mlx_array_free(key), mlx_array_free(lo), mlx_array_free(hi);
+  /* the next evaluation with work in it still runs on the GPU */
+  int shape2[] = {5, 7};
+  mlx_array x = gpu_rand(shape2, 2, MLX_FLOAT32, -1, 1), g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_exp(&g, x, gpu_stream));
+  CHECK_OK(mlx_exp(&c, x, test_stream()));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_SAME(g, c, gpu_rtol(MLX_FLOAT32), 0, "exp after empty tapes");
+  CHECK_MSG(test_errors_seen == errors, "empty tapes reported %d errors (last: %s)",
+            test_errors_seen - errors, test_last_error);
+  mlx_array_free(x), mlx_array_free(g), mlx_array_free(c);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   size_t base = 0;
@@ -185,6 +216,8 @@ int main(void) {
   CHECK_MSG(b.refused > a.refused, "the capture of a tape with a CPU step was not refused");
   CHECK_MSG(test_errors_seen == errors, "a refused capture reported %d errors (last: %s)",
             test_errors_seen - errors, test_last_error);
+
+  empty_tapes();
 
   /* two threads at once (one captures while the other replays or waits) */
   static struct job jobs[2], solo[2];

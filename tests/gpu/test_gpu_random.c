@@ -80,8 +80,12 @@ static void same_bits(mlx_array got, mlx_array want, const char *what) {
 }
 
 /* Within 8 ulps of dtype t (relative, or absolute near 0), and (for the
- * float32-based types) at least 99% of the elements identical: the GPU's
- * libm stand-ins differ from glibc's only in rare last-bit cases. */
+ * float32-based types, over 100 elements or more) at least 80% of the
+ * elements identical. glibc's logf/log1pf are not correctly rounded and the
+ * GPU's stand-ins (double, rounded once) nearly are, so up to about 8% of
+ * laplace draws differ in the last bit (seen on an H100); a systematic error
+ * would leave few identical. float64 normals go through float32's erfinv
+ * (MLX's arithmetic), so their tolerance is float32's ulp. */
 static void near_bits(mlx_array got, mlx_array want, mlx_dtype t, const char *what) {
   test_checks++;
   if (!same_shape(got, want)) {
@@ -91,7 +95,6 @@ static void near_bits(mlx_array got, mlx_array want, mlx_dtype t, const char *wh
   }
   double eps = t == MLX_FLOAT16     ? 0x1p-10
                : t == MLX_BFLOAT16 ? 0x1p-7
-               : t == MLX_FLOAT64  ? 0x1p-52
                                    : 0x1p-23;
   double *g = test_values(got), *w = test_values(want);
   size_t n = mlx_array_size(got), bad = 0, exact = 0, first = 0;
@@ -100,7 +103,7 @@ static void near_bits(mlx_array got, mlx_array want, mlx_dtype t, const char *wh
     exact += same;
     if (!same && !(fabs(g[i] - w[i]) <= 8 * eps * (fabs(w[i]) + 1)) && bad++ == 0) first = i;
   }
-  bool ratio_ok = t == MLX_FLOAT64 || exact * 100 >= n * 99;
+  bool ratio_ok = t == MLX_FLOAT64 || n < 100 || exact * 100 >= n * 80;
   if (!g || !w || bad || !ratio_ok) {
     test_failures++;
     if (g && w)
@@ -124,8 +127,10 @@ enum { EXACT, NEAR };
     for (int side_ = 0; side_ < 2; side_++) {                                            \
       mlx_stream s = side_ ? test_stream() : gpu_stream;                                 \
       mlx_array *r = &r_[side_];                                                         \
-      CHECK_OK(CALL);                                                                    \
-      CHECK_OK(mlx_array_eval(*r));                                                      \
+      CHECK_MSG((CALL) == 0, "%s on the %s: %s", (what), side_ ? "CPU" : "GPU",          \
+                test_last_error);                                                        \
+      CHECK_MSG(mlx_array_eval(*r) == 0, "%s: eval on the %s: %s", (what),               \
+                side_ ? "CPU" : "GPU", test_last_error);                                 \
     }                                                                                    \
     if (mlx_array_size(r_[1]) > 0)                                                       \
       CHECK_MSG(made_on_gpu(r_[0]), "%s: the result was not made on the GPU", (what));   \

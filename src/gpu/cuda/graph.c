@@ -192,7 +192,9 @@ static int signature(struct lc_node *const *nodes, size_t n, int dev, struct sig
                (uint64_t)x->nin << 48);
     for (int d = 0; d < x->ndim; d++) put(s, (uint64_t)x->shape[d]);
     put(s, x->params_size);
-    put(s, lc_fnv1a(LC_FNV_SEED, x->params, x->params_size));
+    const struct lc_prim *xp = lc_prims[x->op];
+    put(s, xp->params_hash ? xp->params_hash(x->params)
+                           : lc_fnv1a(LC_FNV_SEED, x->params, x->params_size));
     for (int k = 0; k < x->nin && !rc; k++) {
       struct lc_node *in = x->in[k];
       intptr_t j;

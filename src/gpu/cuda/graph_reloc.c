@@ -334,7 +334,15 @@ struct lc_reloc_graph *lc_reloc_build(cudaGraph_t g, cudaGraphExec_t exec, size_
   }
   nodes = malloc((n ? n : 1) * sizeof *nodes);
   r->pn = calloc(n ? n : 1, sizeof *r->pn);
-  if (!nodes || !r->pn || cudaGraphGetNodes(g, nodes, &n) != cudaSuccess) goto oom;
+  if (!nodes || !r->pn) goto oom;
+  /* an empty capture (every node of the tape empty) has nothing to list:
+   * CUDA refuses a node array with a count of 0 */
+  if (n && cudaGraphGetNodes(g, nodes, &n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    fixed(r, "its nodes cannot be listed", NULL);
+    free(nodes);
+    return r;
+  }
   for (size_t i = 0; i < n && r->movable; i++) {
     enum cudaGraphNodeType t;
     struct pnode *p = &r->pn[r->npn];
