@@ -13,6 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,11 @@ static bool gemv_disabled(void) {
   return e && strcmp(e, "0") == 0;
 }
 
+/* Products the GEMV kernels have queued (lc_gpu_gemv_launches). */
+static atomic_ulong gemv_launches;
+
+unsigned long lc_gpu_gemv_launches(void) { return atomic_load(&gemv_launches); }
+
 /* out = a b through lc_cu_gemv when there are at most LC_CU_GEMV_MAX_M
  * rows in all (batches of a over one shared b fold into rows). 0 (done),
  * LC_CU_UNSUPPORTED (nothing queued: cuBLAS instead), or 1 after
@@ -142,7 +148,10 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   if (!rc) rc = lc_cu_gemv(&g, lc_gpu_stream(n->dev));
   /* stream-ordered: reused only by work queued after the kernels reading it */
   if (g.part) lc_gpu_free(g.part, part, n->dev);
-  if (rc == 0) return 0;
+  if (rc == 0) {
+    atomic_fetch_add(&gemv_launches, 1);
+    return 0;
+  }
   /* a negative CUDA error (lc_cu_gemv declines only where the plan did) */
   return rc == LC_CU_UNSUPPORTED ? rc : lc_cuda_result(rc, "matmul (gemv)");
 }
