@@ -1,6 +1,6 @@
-/* MLX <-> lace: matmul and addmm, arange, full, random bits, and the fast
- * primitives (imported only: lace writes no fast primitive, because MLX's
- * CPU backend cannot run a deserialized one). */
+/* MLX <-> lace: matmul and addmm, quantized matmul, arange, full, random
+ * bits, and the fast primitives (imported only: lace writes no fast
+ * primitive, because MLX's CPU backend cannot run a deserialized one). */
 #include <string.h>
 
 #include "core/error.h"
@@ -10,7 +10,9 @@
 #include "ops/fast.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
+#include "ops/quant.h"
 #include "ops/random.h"
+#include "ops/shape.h"
 
 /* ---- import ---- */
 
@@ -22,6 +24,38 @@ static int im_matmul(const struct lc_xbuild *b) {
 static int im_addmm(const struct lc_xbuild *b) {
   return !(b->out[0] = lc_addmm(b->in[2], b->in[0], b->in[1], (float)b->st->items[0].f,
                                 (float)b->st->items[1].f));
+}
+
+/* MLX's QuantizedMatmul: state (group_size, bits, mode, transpose), mode
+ * a QuantizationMode (0: affine, the only one lace has, whose inputs are
+ * x, w, scales, biases, the last three cast to x's dtype by MLX's op).
+ * Built as lace's mlx_quantized_matmul builds it: one node where the
+ * build device has it (ops/quant.h), else the dequantized decomposition. */
+static int im_quantized_matmul(const struct lc_xbuild *b) {
+  const struct lc_xitem *s = b->st->items;
+  int gs = (int)s[0].i, bits = (int)s[1].i;
+  bool transpose = s[3].i != 0;
+  if (s[2].i != 0 || b->nin != 4)
+    return lc_error("import_function: QuantizedMatmul of mode %d (only affine, mode 0, with "
+                    "biases, is implemented)", (int)s[2].i);
+  if ((gs != 32 && gs != 64 && gs != 128) || bits < 2 || bits > 8 || bits == 7)
+    return lc_error("import_function: QuantizedMatmul with group size %d and %d bits", gs, bits);
+  struct lc_node *x = b->in[0];
+  if (!lc_dtype_is_float(x->dtype))
+    return lc_error("import_function: QuantizedMatmul of a %s x", lc_dtype_name(x->dtype));
+  struct lc_node *W = lc_dequantize("import_function (QuantizedMatmul)", b->in[1], b->in[2],
+                                    b->in[3], gs, bits, (int)x->dtype);
+  if (W && transpose) {
+    struct lc_node *t = lc_swapaxes(W, -1, -2);
+    lc_node_release(W);
+    W = t;
+  }
+  if (!W) return 1;
+  int rc = lc_quantized_matmul_try(x, b->in[1], b->in[2], b->in[3], transpose, gs, bits,
+                                   &b->out[0]);
+  if (rc < 0) rc = !(b->out[0] = lc_matmul(x, W));
+  lc_node_release(W);
+  return rc;
 }
 
 static int im_arange(const struct lc_xbuild *b) {
@@ -78,6 +112,7 @@ static int im_sdpa(const struct lc_xbuild *b) {
 const struct lc_ximp lc_ximp_misc[] = {
     {"Matmul", "", 2, 2, im_matmul},
     {"AddMM", "ff", 3, 3, im_addmm},
+    {"QuantizedMatmul", "iiib", 3, 4, im_quantized_matmul},
     {"Arange", "ddd", 0, 0, im_arange},
     {"Full", "", 1, 1, im_full},
     {"RandomBits", "Ii", 1, 1, im_random_bits},
@@ -111,6 +146,31 @@ static int ex_matmul(struct lc_xemit *e, const struct lc_cinstr *ins) {
   return lc_xe_same(e, ins, "AddMM", "ff", (double)p.alpha, (double)p.beta);
 }
 
+/* QUANTIZED_MATMUL (ops/quant.h) as MLX's QuantizedMatmul in affine mode
+ * (state: group_size, bits, mode 0, transpose) over x, w, scales, biases.
+ * MLX's kernels read scales and biases in x's dtype (its op casts them);
+ * the node reads them in their own and rounds the dequantized weights to
+ * x's dtype, so scales or biases of another dtype are cast to x's first. */
+static int ex_quantized_matmul(struct lc_xemit *e, const struct lc_cinstr *ins) {
+  struct lc_qmm_params p;
+  if (ins->params_size != sizeof p || ins->nin != 4)
+    return lc_error("internal: quantized_matmul params changed layout");
+  memcpy(&p, ins->params, sizeof p);
+  mlx_dtype dt = e->p->vals[ins->in[0]].dtype;
+  uint64_t in[4];
+  for (int k = 0; k < 4; k++) {
+    in[k] = lc_xe_id(e, ins->in[k]);
+    struct lc_xout v = lc_xe_val(e, ins->in[k]);
+    if (k < 2 || v.dtype == dt) continue;
+    struct lc_xout c = {lc_xe_new_id(e), dt, v.ndim, v.shape};
+    if (lc_xe_prim(e, "AsType", 1, &in[k], 1, &c, "D", (int)dt)) return 1;
+    in[k] = c.id;
+  }
+  struct lc_xout o = lc_xe_val(e, ins->out[0]);
+  return lc_xe_prim(e, "QuantizedMatmul", 4, in, 1, &o, "iiib", p.group_size, p.bits, 0,
+                    p.transpose != 0);
+}
+
 /* lace's params {start, step}; the length is the output's. */
 static int ex_arange(struct lc_xemit *e, const struct lc_cinstr *ins) {
   const double *p = ins->params;
@@ -125,6 +185,7 @@ static int ex_random_bits(struct lc_xemit *e, const struct lc_cinstr *ins) {
 
 const struct lc_xexp lc_xexp_misc[] = {
     {LC_OP_MATMUL, ex_matmul},
+    {LC_OP_QUANTIZED_MATMUL, ex_quantized_matmul},
     {LC_OP_ARANGE, ex_arange},
     {LC_OP_RANDOM_BITS, ex_random_bits},
     {-1, NULL}};

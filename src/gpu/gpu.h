@@ -38,4 +38,10 @@ int lc_gpu_sync(int dev);     /* waits for all work queued on dev */
 int lc_gpu_sync_all(void);
 void *lc_gpu_stream(int dev); /* the device's cudaStream_t */
 
+/* Matrix products that lace's GEMV kernels (gpu/cuda/gemv.cu) have queued
+ * since the process started, so that tests can tell them from cuBLAS's.
+ * An evaluation replayed from a CUDA graph runs no evaluator and is not
+ * counted. 0 without CUDA. */
+unsigned long lc_gpu_gemv_launches(void);
+
 #endif

@@ -44,6 +44,7 @@ void *lc_gpu_stream(int dev) {
   (void)dev;
   return NULL;
 }
+unsigned long lc_gpu_gemv_launches(void) { return 0; }
 
 int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
                       int (*eval_node)(struct lc_node *n, int *gpu), int *gpu) {

@@ -207,6 +207,16 @@ def linalg(a, b, c, v):
 
 export("linalg", linalg, f32(4, 5), f32(5, 3), f32(4, 3), f32(5), atol=1e-5, rtol=1e-4)
 
+
+# ---- quantized matmul: MLX's QuantizedMatmul (affine), both layouts ----
+def quantized(x, wq, ws, wb, vq, vs, vb):
+    return [mx.quantized_matmul(x, wq, ws, wb, transpose=True, group_size=64, bits=4),
+            mx.quantized_matmul(x, vq, vs, vb, transpose=False, group_size=32, bits=3)]
+
+
+export("quantized", quantized, f32(3, 128), *mx.quantize(f32(6, 128), group_size=64, bits=4),
+       *mx.quantize(f32(128, 64), group_size=32, bits=3), atol=1e-4, rtol=1e-4)
+
 with open(D + "manifest.txt", "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"{len(lines)} calls")

@@ -4,12 +4,16 @@
  * transposed ones, as for tied embeddings), M from 1 to 9, batches folded
  * into rows, strided rows of a, layouts without 16-byte loads (which go
  * to cuBLAS), and K large enough that slices of k are split over blocks.
- * That the results were made on the GPU; device memory back to its
- * baseline. Skips without a GPU. */
+ * That the results were made on the GPU, by the GEMV kernels exactly for
+ * the cases meant for them (lc_gpu_gemv_launches) and never with
+ * LACE_CUDA_GEMV=0; device memory back to its baseline. Skips without a
+ * GPU. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "core/node.h"
+#include "gpu/gpu.h"
+#include "gpu/graphs.h"
 #include "gpu_util.h"
 
 static bool made_on_gpu(mlx_array a) {
@@ -33,6 +37,27 @@ static mlx_array cols_view(mlx_array x, int lo, int len) {
   return r;
 }
 
+/* Whether the GEMV kernels take a case of gemv_case (gpu/cuda/kernels.h):
+ * at most 8 rows in all, one b for every batch, and 16-byte loads (V
+ * values): b's stored rows start aligned (device blocks are; a padded view
+ * starts at column 1, so it is not) with whole vectors; row-major b needs
+ * N whole vectors, transposed b (dot products along k) K whole vectors and
+ * a aligned too. */
+static bool meant_for_gemv(mlx_dtype t, int abatch, int M, int K, int N, bool tb, int apad,
+                           int bpad, bool b_batched) {
+  int V = t == MLX_FLOAT32 ? 4 : 8;
+  if (M * (abatch ? abatch : 1) > 8 || b_batched || bpad) return false;
+  return tb ? K % V == 0 && !apad : N % V == 0;
+}
+
+/* The GEMV kernels' launch count since the last call. */
+static unsigned long gemv_delta(void) {
+  static unsigned long last;
+  unsigned long now = lc_gpu_gemv_launches(), d = now - last;
+  last = now;
+  return d;
+}
+
 /* One product: a has batch dims abatch (0: none) of M x K rows; b is
  * K x N, stored transposed when tb; apad/bpad extra columns in the stored
  * rows (strided rows, or misaligned when not a multiple of 16 bytes);
@@ -48,17 +73,24 @@ static void gemv_case(mlx_dtype t, int abatch, int M, int K, int N, bool tb, int
   mlx_array bs = cols_view(b0, bpad ? 1 : 0, tb ? K : N), b = mlx_array_new();
   CHECK_OK(tb ? mlx_swapaxes(&b, bs, -1, -2, test_stream()) : mlx_array_set(&b, bs));
   mlx_array g = mlx_array_new(), c = mlx_array_new(), cb = mlx_array_new();
+  char what[160];
+  snprintf(what, sizeof what, "gemv dtype %d batch %d M %d K %d N %d tb %d apad %d bpad %d bb %d",
+           (int)t, abatch, M, K, N, tb, apad, bpad, b_batched);
+  gemv_delta();
   CHECK_OK(mlx_matmul(&g, a, b, gpu_stream));
   CHECK_OK(mlx_array_eval(g));
+  unsigned long want = meant_for_gemv(t, abatch, M, K, N, tb, apad, bpad, b_batched);
+  unsigned long got = gemv_delta();
+  CHECK_MSG(got == want, "%s: %lu GEMV launches, %lu wanted", what, got, want);
   setenv("LACE_CUDA_GEMV", "0", 1);
   CHECK_OK(mlx_matmul(&cb, a, b, gpu_stream));
   CHECK_OK(mlx_array_eval(cb));
   unsetenv("LACE_CUDA_GEMV");
+  got = gemv_delta();
+  CHECK_MSG(got == 0, "%s: %lu GEMV launches under LACE_CUDA_GEMV=0", what, got);
   CHECK_OK(mlx_matmul(&c, a, b, test_stream()));
-  char what[160];
-  snprintf(what, sizeof what, "gemv dtype %d batch %d M %d K %d N %d tb %d apad %d bpad %d bb %d",
-           (int)t, abatch, M, K, N, tb, apad, bpad, b_batched);
   CHECK_MSG(made_on_gpu(g), "%s: not made on the GPU", what);
+  CHECK_MSG(made_on_gpu(cb), "%s: cuBLAS result not made on the GPU", what);
   double tol = tol_of(t, K);
   CHECK_SAME(g, c, tol, tol, what);
   CHECK_SAME(g, cb, tol, tol, what);
@@ -115,7 +147,10 @@ static void test_exact(void) {
   int sa[] = {1, K}, sb[] = {K, N};
   mlx_array a = mlx_array_new_data(av, sa, 2, MLX_FLOAT32),
             b = mlx_array_new_data(bv, sb, 2, MLX_FLOAT32), g = mlx_array_new();
+  gemv_delta();
   CHECK_OK(mlx_matmul(&g, a, b, gpu_stream));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_MSG(gemv_delta() == 1, "exact product: not made by the GEMV kernels");
   CHECK_CLOSE(g, want, N, 0, 0);
   mlx_array_free(a);
   mlx_array_free(b);
@@ -126,6 +161,9 @@ static void test_exact(void) {
 
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
+  /* every product runs its evaluator: a replayed CUDA graph runs none and
+   * launches nothing the counter sees */
+  lc_gpu_graphs_set(0);
   test_seed(20261205);
   size_t base = 0;
   mlx_get_active_memory(&base);

@@ -5,6 +5,7 @@
  * scales of the same or another dtype, M in {1, 3, 8, 9, 16, 100}, K and N
  * not powers of two, batched x and w (broadcast both ways), 1-d x,
  * transposed and strided x, weights at offsets and with strided words;
+ * weights varying over more batches than one chunk of dequantized scratch;
  * gradients with respect to x through the node's rules; that the GPU side
  * is one QUANTIZED_MATMUL node and its results were made on the GPU;
  * device memory back to its baseline. Tolerances: the products accumulate
@@ -264,6 +265,46 @@ static void test_large(void) {
   mlx_array_free(w);
 }
 
+/* Weights that vary over more batches than the dequantize + cuBLAS path
+ * dequantizes at once (256 MiB of scratch, gpu/cuda/eval_quant.c): 3
+ * batches of 100 MiB of float32 weights, M = 16 (not the matrix-vector
+ * kernel), go through in chunks of 2 and 1. Each batch of the result
+ * against the same product on that batch alone (one chunk). The packed
+ * words, scales and biases are random: no CPU quantization of 78M values. */
+static void test_chunked(void) {
+  enum { B = 3, R = 4096, C = 6400, M = 16, GS = 64, BITS = 4 };
+  int wqs[3] = {B, R, C * BITS / 32}, ss[3] = {B, R, C / GS}, xs[3] = {B, M, C};
+  mlx_array in[4] = {gpu_rand(xs, 3, MLX_FLOAT32, -1, 1), gpu_rand(wqs, 3, MLX_UINT32, 0, 4e9),
+                     gpu_rand(ss, 3, MLX_FLOAT32, -0.1, 0.1),
+                     gpu_rand(ss, 3, MLX_FLOAT32, -0.1, 0.1)};
+  mlx_optional_int g = {GS, true}, b = {BITS, true};
+  mlx_array all = mlx_array_new();
+  CHECK_OK(mlx_quantized_matmul(&all, in[0], in[1], in[2], in[3], true, g, b, "affine",
+                                gpu_stream));
+  CHECK_MSG(built_as_qmm(all), "chunked: not one QUANTIZED_MATMUL node");
+  CHECK_OK(mlx_array_eval(all));
+  CHECK_MSG(made_on_gpu(all), "chunked: not made on the GPU");
+  for (int bi = 0; bi < B; bi++) {
+    mlx_array one[4], want = mlx_array_new(), got = mlx_array_new();
+    for (int k = 0; k < 4; k++) {
+      const int *sh = mlx_array_shape(in[k]);
+      int st[3] = {bi, 0, 0}, en[3] = {bi + 1, sh[1], sh[2]}, step[3] = {1, 1, 1};
+      one[k] = mlx_array_new();
+      CHECK_OK(mlx_slice(&one[k], in[k], st, 3, en, 3, step, 3, test_stream()));
+    }
+    CHECK_OK(mlx_quantized_matmul(&want, one[0], one[1], one[2], one[3], true, g, b, "affine",
+                                  gpu_stream));
+    int st[3] = {bi, 0, 0}, en[3] = {bi + 1, M, R}, step[3] = {1, 1, 1};
+    CHECK_OK(mlx_slice(&got, all, st, 3, en, 3, step, 3, test_stream()));
+    CHECK_SAME(got, want, 1e-4, 1e-2, WHAT("chunked: batch %d", bi));
+    for (int k = 0; k < 4; k++) mlx_array_free(one[k]);
+    mlx_array_free(want);
+    mlx_array_free(got);
+  }
+  for (int k = 0; k < 4; k++) mlx_array_free(in[k]);
+  mlx_array_free(all);
+}
+
 /* Gradient of sum(x @ W^T) in x: the node's vjp rule (its decomposition)
  * on the GPU against the CPU. */
 struct grad_payload {
@@ -327,6 +368,7 @@ int main(void) {
   test_batched();
   test_views();
   test_large();
+  test_chunked();
   test_grad();
   mlx_stream_free(gpu_stream);
   size_t after = 0;

@@ -17,6 +17,8 @@
 
 void lc_cuda_capture_begin(int dev, void *stream);
 void lc_cuda_capture_end(void);
+/* Whether this thread is capturing (between begin and end). */
+bool lc_cuda_capturing(void);
 /* Whether something the graph cannot express was attempted. */
 bool lc_cuda_capture_broken(void);
 /* The blocks handed out since lc_cuda_capture_begin, in order (valid until

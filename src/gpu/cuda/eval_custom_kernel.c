@@ -11,10 +11,28 @@
  * or copies between host and device. Never answers LC_EVAL_ON_CPU: a
  * custom kernel has no CPU version, so failures are reported.
  *
- * Module table invariants: it only grows, under `lock`, which is also held
- * while a module is built (others wait rather than build it twice); an
- * entry keeps its source to tell hash collisions apart; builds that fail
- * are not remembered (each evaluation reports the compiler's log). */
+ * Module table invariants: it changes only under `lock`, which is also
+ * held while a module is built (others wait rather than build it twice);
+ * an entry keeps its source to tell hash collisions apart; builds that
+ * fail are not remembered (each evaluation reports the compiler's log).
+ *
+ * The table is bounded: past MAX_MODULES entries that may be unloaded, the
+ * least recently used of them are unloaded (cudaLibraryUnload) and rebuilt
+ * from NVRTC's disk cache if needed again. CUDA does not say that unloading
+ * waits for kernels still queued or running, and a captured CUDA graph
+ * launches the kernel handle it captured, so an entry may be unloaded only
+ * when nothing can launch it any more:
+ *  - `launching` counts evaluations between kernel_of and the end of their
+ *    launch (they hold the handle outside the lock): never while nonzero;
+ *  - launches already queued: every device's stream is waited for before
+ *    unloading, which a thread that is capturing cannot do (a wait breaks
+ *    its capture), so it never unloads (the table may then hold a few more
+ *    entries until a later build outside a capture);
+ *  - CUDA graphs: an entry launched while its thread was capturing
+ *    (`captured`) is never unloaded, as the graph cache (gpu/cuda/graph.c)
+ *    may hold a graph that launches it for as long as the process runs and
+ *    does not tell when it drops it. Only these entries can grow the table
+ *    past the bound: one per custom kernel a captured tape used. */
 #ifdef LACE_CUDA
 #include <cuda_runtime_api.h>
 #include <pthread.h>
@@ -90,37 +108,78 @@ void *lc_ck_cubin(const char *src, const char *kname, int arch, size_t *len, cha
 
 /* ---- modules ---- */
 
+/* The most entries kept that may be unloaded (see the invariants above). */
+#define MAX_MODULES 256
+
 struct module {
   uint64_t hash;
   int arch;
   char *src;
-  void *fn; /* cudaKernel_t */
+  void *lib; /* cudaLibrary_t */
+  void *fn;  /* cudaKernel_t */
+  unsigned long used; /* clock_tick at its last lookup */
+  int launching;      /* evaluations holding fn until their launch is queued */
+  bool captured;      /* launched by a thread capturing a CUDA graph: kept */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct module *table;
 static size_t table_n, table_cap;
+static unsigned long clock_tick;
 
-/* The launch's kernel for arch, built on first use; NULL after reporting. */
-static void *kernel_of(const struct lc_ck_launch *L, int arch) {
+/* Unloads least recently used entries that may be unloaded while there
+ * are more than MAX_MODULES of them (the caller holds `lock` and is not
+ * capturing). Nothing is unloaded when a device's stream cannot be waited
+ * for: queued work might still run the kernels. */
+static void evict_locked(void) {
+  size_t can = 0;
+  for (size_t i = 0; i < table_n; i++) can += !table[i].captured && !table[i].launching;
+  if (can <= MAX_MODULES) return;
+  for (int d = 0; d < lc_gpu_count(); d++)
+    if (cudaStreamSynchronize((cudaStream_t)lc_gpu_stream(d)) != cudaSuccess) {
+      (void)cudaGetLastError(); /* reported by whoever waits for that work */
+      return;
+    }
+  for (; can > MAX_MODULES; can--) {
+    size_t v = table_n;
+    for (size_t i = 0; i < table_n; i++)
+      if (!table[i].captured && !table[i].launching &&
+          (v == table_n || table[i].used < table[v].used))
+        v = i;
+    (void)cudaLibraryUnload((cudaLibrary_t)table[v].lib);
+    (void)cudaGetLastError();
+    free(table[v].src);
+    table[v] = table[--table_n];
+  }
+}
+
+/* The launch's kernel for arch, built on first use and held for one launch
+ * (give it back with kernel_done once the launch is queued, or not made);
+ * NULL after reporting. capturing: this thread is capturing a CUDA graph. */
+static void *kernel_of(const struct lc_ck_launch *L, int arch, bool capturing) {
   void *fn = NULL;
   char *log = NULL;
   const char *why = NULL;
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < table_n && !fn; i++)
-    if (table[i].hash == L->hash && table[i].arch == arch && !strcmp(table[i].src, L->src))
+    if (table[i].hash == L->hash && table[i].arch == arch && !strcmp(table[i].src, L->src)) {
       fn = table[i].fn;
+      table[i].used = ++clock_tick;
+      table[i].launching++;
+      table[i].captured |= capturing;
+    }
   if (!fn) {
     size_t len = 0;
     void *bin = lc_ck_cubin(L->src, L->kname, arch, &len, &log);
-    cudaLibrary_t lib;
+    cudaLibrary_t lib = NULL;
     cudaKernel_t k;
     if (!bin) {
       why = "NVRTC could not compile it";
     } else if (cudaLibraryLoadData(&lib, bin, NULL, NULL, 0, NULL, NULL, 0) != cudaSuccess) {
       why = "CUDA could not load the compiled module";
+      lib = NULL;
     } else if (cudaLibraryGetKernel(&k, lib, L->kname) != cudaSuccess) {
-      why = "the compiled module lacks the kernel"; /* the library stays loaded */
+      why = "the compiled module lacks the kernel";
     } else {
       fn = (void *)k;
     }
@@ -135,8 +194,15 @@ static void *kernel_of(const struct lc_ck_launch *L, int arch) {
       }
     }
     char *copy = fn && table_n < table_cap ? strdup(L->src) : NULL;
-    if (copy) table[table_n++] = (struct module){L->hash, arch, copy, fn};
-    /* not kept (out of memory): built again next time */
+    if (copy) {
+      table[table_n++] = (struct module){L->hash, arch, copy, lib, fn, ++clock_tick, 1, capturing};
+      if (!capturing) evict_locked();
+    } else {
+      /* not kept (a failed build, or out of memory): nothing launched it */
+      if (lib) (void)cudaLibraryUnload(lib);
+      (void)cudaGetLastError();
+      if (fn) why = NULL, fn = NULL;
+    }
   }
   pthread_mutex_unlock(&lock);
   if (!fn) /* reported outside the lock: a handler may call back into lace */
@@ -144,6 +210,17 @@ static void *kernel_of(const struct lc_ck_launch *L, int arch) {
              log && *log ? ":\n" : "", log ? log : "");
   free(log);
   return fn;
+}
+
+/* Gives back the hold kernel_of took on fn's entry. */
+static void kernel_done(void *fn) {
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < table_n; i++)
+    if (table[i].fn == fn && table[i].launching > 0) {
+      table[i].launching--;
+      break;
+    }
+  pthread_mutex_unlock(&lock);
 }
 
 /* ---- evaluation ---- */
@@ -238,18 +315,25 @@ int lc_cuda_eval_custom_kernel(struct lc_node *n) {
     (void)cudaGetLastError();
     return lc_error("%s: cannot read GPU %d's compute capability", FN, dev);
   }
-  void *fn = kernel_of(L, 10 * maj + min);
-  if (!fn || shared_memory(fn, L->k->shared_memory, dev, L->kname)) return 1;
+  void *fn = kernel_of(L, 10 * maj + min, lc_cuda_capturing());
+  if (!fn) return 1;
+  /* from here on fn is held: every path ends at kernel_done */
   int64_t offs[L->nout];
   lc_tuple_layout(L->nout, L->out_bytes, offs);
-  unsigned char *blob = calloc(1, (size_t)L->lay.size);
-  if (!blob) return lc_error("out of memory");
+  unsigned char *blob = NULL;
+  int rc = shared_memory(fn, L->k->shared_memory, dev, L->kname);
+  if (!rc && !(blob = calloc(1, (size_t)L->lay.size))) rc = lc_error("out of memory");
+  if (rc) {
+    kernel_done(fn);
+    return 1;
+  }
   if (lc_cuda_alloc_output(n)) {
+    kernel_done(fn);
     free(blob);
     return 1;
   }
   void *stream = lc_gpu_stream(dev);
-  int rc = L->has_init ? fill_outputs(n, L, offs, stream) : 0;
+  rc = L->has_init ? fill_outputs(n, L, offs, stream) : 0;
   if (!rc) {
     fill_args(n, L, offs, blob);
     void *args[1] = {blob};
@@ -265,6 +349,7 @@ int lc_cuda_eval_custom_kernel(struct lc_node *n) {
                     L->kname, g.x, g.y, g.z, b.x, b.y, b.z, cudaGetErrorString(e));
     }
   }
+  kernel_done(fn);
   free(blob);
   return lc_cuda_finish(n, rc);
 }

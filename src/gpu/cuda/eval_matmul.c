@@ -13,6 +13,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,9 +117,16 @@ static bool gemv_disabled(void) {
   return e && strcmp(e, "0") == 0;
 }
 
+/* Products the GEMV kernels have queued (lc_gpu_gemv_launches). */
+static atomic_ulong gemv_launches;
+
+unsigned long lc_gpu_gemv_launches(void) { return atomic_load(&gemv_launches); }
+
 /* out = a b through lc_cu_gemv when there are at most LC_CU_GEMV_MAX_M
  * rows in all (batches of a over one shared b fold into rows). 0 (done),
- * LC_CU_UNSUPPORTED, or a negative CUDA error. */
+ * LC_CU_UNSUPPORTED (nothing queued: cuBLAS instead), or 1 after
+ * reporting. The k-split scratch comes from lc_gpu_malloc, which reports
+ * its own failure. */
 static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B, int64_t M,
                     int64_t K, int64_t N, int64_t batches) {
   if (gemv_disabled() || A->op != CUBLAS_OP_N || (batches > 1 && B->batch_stride != 0))
@@ -133,7 +141,19 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
                          .lda = lda, .ldb = B->ld, .b_cols = B->op == CUBLAS_OP_T,
                          .a = lc_node_dev_data(n->in[0]), .b = lc_node_dev_data(n->in[1]),
                          .out = n->buf->dev_data};
-  return lc_cu_gemv(&g, lc_gpu_stream(n->dev));
+  size_t part = 0;
+  int rc = lc_cu_gemv_plan(&g, &part);
+  if (rc == LC_CU_UNSUPPORTED) return rc;
+  if (!rc && part && !(g.part = lc_gpu_malloc(part, n->dev))) return 1;
+  if (!rc) rc = lc_cu_gemv(&g, lc_gpu_stream(n->dev));
+  /* stream-ordered: reused only by work queued after the kernels reading it */
+  if (g.part) lc_gpu_free(g.part, part, n->dev);
+  if (rc == 0) {
+    atomic_fetch_add(&gemv_launches, 1);
+    return 0;
+  }
+  /* a negative CUDA error (lc_cu_gemv declines only where the plan did) */
+  return rc == LC_CU_UNSUPPORTED ? rc : lc_cuda_result(rc, "matmul (gemv)");
 }
 
 int lc_cuda_eval_matmul(struct lc_node *n) {
@@ -184,10 +204,7 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   if (!p->has_c && p->alpha == 1.0f && n->dtype != MLX_FLOAT64) {
     int g = try_gemv(n, &A, &B, M, K, N, batches);
     if (g == 0) return 0;
-    if (g != LC_CU_UNSUPPORTED) {
-      lc_cuda_result(g, "matmul (gemv)");
-      goto fail;
-    }
+    if (g != LC_CU_UNSUPPORTED) goto fail;
   }
   cublasHandle_t h;
   if (lc_cuda_blas_begin(n->dev, "matmul", &h)) goto fail;

@@ -58,10 +58,16 @@ static bool weights_constant(const struct lc_cu_qmm *a) {
   return true;
 }
 
-/* out (batches, M, N) = x @ op(W), W (R, C) row-major per batch (batch
- * stride w_bs), x row-major with row stride lda and batch stride x_bs. */
+/* The most bytes of dequantized weights held at once (at least one batch's,
+ * whatever its size). */
+#define W_BYTES_MAX ((size_t)256 << 20)
+
+/* out (nbatch, M, N) = x @ op(W), W (R, C) row-major per batch (batch
+ * stride w_bs), x row-major with row stride lda and batch stride x_bs, out
+ * contiguous. */
 static int gemm(int dev, const struct lc_cu_qmm *a, bool transpose, const void *W,
-                int64_t w_bs, const void *x, int64_t lda, int64_t x_bs) {
+                int64_t w_bs, const void *x, int64_t lda, int64_t x_bs, void *out,
+                int64_t nbatch) {
   cudaDataType_t dt = a->dt == MLX_FLOAT32   ? CUDA_R_32F
                       : a->dt == MLX_FLOAT16 ? CUDA_R_16F
                                              : CUDA_R_16BF;
@@ -71,27 +77,40 @@ static int gemm(int dev, const struct lc_cu_qmm *a, bool transpose, const void *
   int rc = lc_cuda_blas_check(
       cublasGemmStridedBatchedEx(h, transpose ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N,
                                  (int)a->N, (int)a->M, (int)a->K, &one, W, dt, (int)a->C, w_bs,
-                                 x, dt, (int)lda, x_bs, &zero, a->out, dt, (int)a->N,
-                                 a->M * a->N, (int)a->batches, CUBLAS_COMPUTE_32F,
+                                 x, dt, (int)lda, x_bs, &zero, out, dt, (int)a->N,
+                                 a->M * a->N, (int)nbatch, CUBLAS_COMPUTE_32F,
                                  CUBLAS_GEMM_DEFAULT),
       "quantized_matmul", "gemm");
   lc_cuda_blas_end(dev);
   return rc;
 }
 
-/* The dequantize + cuBLAS path. */
+/* The dequantize + cuBLAS path. Weights that vary over the batch are
+ * dequantized and multiplied a chunk of batches at a time, so that the
+ * scratch stays under W_BYTES_MAX (or one batch); the scratch is reused
+ * across chunks in stream order (each chunk's dequantize queues after the
+ * previous chunk's GEMM on the same stream). */
 static int via_gemm(struct lc_node *n, const struct lc_cu_qmm *a, bool transpose) {
   const struct lc_node *x = n->in[0];
   int nb = n->ndim - 2;
   void *stream = lc_gpu_stream(n->dev);
   size_t isz = lc_dtype_size(n->dtype);
-  int64_t nw = weights_constant(a) ? 1 : a->batches;
-  struct lc_buffer *wbuf = lc_buffer_new_device((size_t)(nw * a->R * a->C) * isz, n->dev);
+  bool shared = weights_constant(a);
+  size_t per_batch = (size_t)(a->R * a->C) * isz;
+  int64_t chunk = a->batches;
+  if (!shared && per_batch > 0 && (size_t)chunk > W_BYTES_MAX / per_batch) {
+    chunk = (int64_t)(W_BYTES_MAX / per_batch);
+    if (chunk < 1) chunk = 1;
+  }
+  struct lc_buffer *wbuf = lc_buffer_new_device((size_t)(shared ? 1 : chunk) * per_batch, n->dev);
   struct lc_buffer *xbuf = NULL;
   if (!wbuf) return 1;
-  int rc = lc_cuda_result(lc_cu_dequantize(a, nw, wbuf->dev_data, stream), "quantized_matmul");
-  /* x's operand: its own layout when cuBLAS can read it, else a copy */
-  const void *xp = a->x;
+  int rc = 0;
+  if (shared)
+    rc = lc_cuda_result(lc_cu_dequantize(a, 0, 1, wbuf->dev_data, stream), "quantized_matmul");
+  /* x's operand: its own layout when cuBLAS can read it, else a contiguous
+   * copy of all of it; either way batch b starts at xp + b * x_bs */
+  const char *xp = a->x;
   int64_t lda = a->x_rs, x_bs = 0;
   bool rows_ok = a->M == 1 || (lda >= a->K && lda <= INT32_MAX);
   bool direct = (a->x_cs == 1 || a->K == 1) && rows_ok &&
@@ -108,9 +127,16 @@ static int via_gemm(struct lc_node *n, const struct lc_cu_qmm *a, bool transpose
     lda = a->K;
     x_bs = a->M * a->K;
   }
-  if (!rc)
-    rc = gemm(n->dev, a, transpose, wbuf->dev_data, nw == 1 ? 0 : a->R * a->C, xp, lda,
-              x_bs);
+  for (int64_t b0 = 0; b0 < a->batches && !rc; b0 += chunk) {
+    int64_t nbatch = a->batches - b0 < chunk ? a->batches - b0 : chunk;
+    if (!shared)
+      rc = lc_cuda_result(lc_cu_dequantize(a, b0, nbatch, wbuf->dev_data, stream),
+                          "quantized_matmul");
+    if (!rc)
+      rc = gemm(n->dev, a, transpose, wbuf->dev_data, shared ? 0 : a->R * a->C,
+                xp + (size_t)(b0 * x_bs) * isz, lda, x_bs,
+                (char *)a->out + (size_t)(b0 * a->M * a->N) * isz, nbatch);
+  }
   /* stream-ordered: reused only by work queued later */
   lc_buffer_release(wbuf);
   lc_buffer_release(xbuf);

@@ -18,9 +18,6 @@
 
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/kernels.h"
-extern "C" {
-#include "gpu/gpu.h"
-}
 
 namespace {
 
@@ -178,71 +175,109 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-template <class T, int MT> int launch(const struct lc_cu_gemv *g, cudaStream_t st) {
-  constexpr int V = Vec<T>::n;
-  const T *a = (const T *)g->a, *b = (const T *)g->b;
-  T *out = (T *)g->out;
-  if (!g->b_cols) {
-    int64_t tiles = (g->N / V + kColLanes - 1) / kColLanes;
-    int sms = 132;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev) != cudaSuccess)
-      return -(int)cudaGetLastError();
-    // about 4 blocks per SM; each thread still makes kUnroll loads or more
-    constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
-    int64_t want = (4 * (int64_t)sms + tiles - 1) / tiles;
-    int64_t most = (g->K + min_rows - 1) / min_rows;
-    int64_t ksplit = want < most ? want : most;
-    if (ksplit < 1) ksplit = 1;
-    if (ksplit > 64) ksplit = 64;
-    int64_t kchunk = (g->K + ksplit - 1) / ksplit;
-    kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
-    ksplit = (g->K + kchunk - 1) / kchunk;
-    if (tiles > 0x7fffffff) return LC_CU_UNSUPPORTED;
-    float *part = nullptr;
-    size_t part_bytes = 0;
-    if (ksplit > 1) {
-      part_bytes = (size_t)ksplit * g->M * g->N * sizeof(float);
-      part = (float *)lc_gpu_malloc(part_bytes, g->dev);
-      if (!part) return -(int)cudaErrorMemoryAllocation;
-    }
-    gemv_rows<T, MT><<<dim3((unsigned)tiles, (unsigned)ksplit), kWarps * 32, 0, st>>>(
-        a, g->lda, b, g->ldb, out, part, g->M, g->N, g->K, kchunk);
-    if (part) {
-      int64_t mn = (int64_t)g->M * g->N;
-      gemv_finish<T><<<(unsigned)((mn + 255) / 256), 256, 0, st>>>(part, out, mn, (int)ksplit);
-      lc_gpu_free(part, part_bytes, g->dev); // stream-ordered: after the finish kernel
-    }
-  } else {
-    int64_t blocks = (g->N + kWarps - 1) / kWarps;
-    if (blocks > 0x7fffffff) return LC_CU_UNSUPPORTED;
-    gemv_cols<T, MT><<<(unsigned)blocks, kWarps * 32, 0, st>>>(a, g->lda, b, g->ldb, out, g->M,
-                                                              g->N, g->K);
+// Values per 16-byte load for dtype dt; 0 for dtypes without a kernel.
+int vec_of(int dt) {
+  switch (dt) {
+    case MLX_FLOAT32: return 4;
+    case MLX_FLOAT16: case MLX_BFLOAT16: return 8;
+    default: return 0;
   }
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
 }
 
-template <class T> int launch_m(const struct lc_cu_gemv *g, cudaStream_t st) {
-  constexpr int V = Vec<T>::n;
+// The grid of one product: rows layout, (tiles, ksplit) blocks over slices
+// of kchunk rows of b (ksplit > 1: float partial sums in scratch); cols
+// layout, `tiles` blocks of kWarps columns.
+struct Plan {
+  int64_t tiles, ksplit, kchunk;
+};
+
+// 0 with *p, LC_CU_UNSUPPORTED, or a negative cudaError_t. lc_cu_gemv_plan
+// and lc_cu_gemv both call it, so that they agree on the scratch.
+int plan(const struct lc_cu_gemv *g, Plan *p) {
+  if (g->M < 1 || g->M > LC_CU_GEMV_MAX_M || g->N < 1 || g->K < 1) return LC_CU_UNSUPPORTED;
+  const int V = vec_of(g->dt);
+  if (!V) return LC_CU_UNSUPPORTED;
   // 16-byte loads: vectors never straddle a row's end or an alignment
   if (!aligned16(g->b) || g->ldb % V) return LC_CU_UNSUPPORTED;
   if (g->b_cols ? (g->K % V || g->lda % V || !aligned16(g->a)) : g->N % V)
     return LC_CU_UNSUPPORTED;
-  if (g->M <= 1) return launch<T, 1>(g, st);
-  if (g->M <= 2) return launch<T, 2>(g, st);
-  if (g->M <= 4) return launch<T, 4>(g, st);
-  return launch<T, 8>(g, st);
+  p->ksplit = 1;
+  p->kchunk = g->K;
+  if (g->b_cols) {
+    p->tiles = (g->N + kWarps - 1) / kWarps;
+    return p->tiles > 0x7fffffff ? LC_CU_UNSUPPORTED : 0;
+  }
+  p->tiles = (g->N / V + kColLanes - 1) / kColLanes;
+  if (p->tiles > 0x7fffffff) return LC_CU_UNSUPPORTED;
+  int sms = 132;
+  cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -(int)e;
+  }
+  // about 4 blocks per SM; each thread still makes kUnroll loads or more
+  constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
+  int64_t want = (4 * (int64_t)sms + p->tiles - 1) / p->tiles;
+  int64_t most = (g->K + min_rows - 1) / min_rows;
+  int64_t ksplit = want < most ? want : most;
+  if (ksplit < 1) ksplit = 1;
+  if (ksplit > 64) ksplit = 64;
+  int64_t kchunk = (g->K + ksplit - 1) / ksplit;
+  kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
+  p->kchunk = kchunk;
+  p->ksplit = (g->K + kchunk - 1) / kchunk;
+  return 0;
+}
+
+size_t part_bytes(const struct lc_cu_gemv *g, const Plan &p) {
+  return p.ksplit > 1 ? (size_t)p.ksplit * g->M * g->N * sizeof(float) : 0;
+}
+
+template <class T, int MT>
+void launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
+  const T *a = (const T *)g->a, *b = (const T *)g->b;
+  T *out = (T *)g->out;
+  if (!g->b_cols) {
+    float *part = p.ksplit > 1 ? g->part : nullptr;
+    gemv_rows<T, MT><<<dim3((unsigned)p.tiles, (unsigned)p.ksplit), kWarps * 32, 0, st>>>(
+        a, g->lda, b, g->ldb, out, part, g->M, g->N, g->K, p.kchunk);
+    if (part) {
+      int64_t mn = (int64_t)g->M * g->N;
+      gemv_finish<T><<<(unsigned)((mn + 255) / 256), 256, 0, st>>>(part, out, mn, (int)p.ksplit);
+    }
+  } else {
+    gemv_cols<T, MT><<<(unsigned)p.tiles, kWarps * 32, 0, st>>>(a, g->lda, b, g->ldb, out, g->M,
+                                                                g->N, g->K);
+  }
+}
+
+template <class T> void launch_m(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
+  if (g->M <= 1) launch<T, 1>(g, p, st);
+  else if (g->M <= 2) launch<T, 2>(g, p, st);
+  else if (g->M <= 4) launch<T, 4>(g, p, st);
+  else launch<T, 8>(g, p, st);
 }
 
 } // namespace
 
+extern "C" int lc_cu_gemv_plan(const struct lc_cu_gemv *g, size_t *part) {
+  Plan p;
+  int rc = plan(g, &p);
+  *part = rc ? 0 : part_bytes(g, p);
+  return rc;
+}
+
 extern "C" int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream) {
-  if (g->M < 1 || g->M > LC_CU_GEMV_MAX_M || g->N < 1 || g->K < 1) return LC_CU_UNSUPPORTED;
+  Plan p;
+  int rc = plan(g, &p);
+  if (rc) return rc;
+  if (part_bytes(g, p) && !g->part) return -(int)cudaErrorInvalidValue;
   cudaStream_t st = (cudaStream_t)stream;
   switch (g->dt) {
-    case MLX_FLOAT32: return launch_m<float>(g, st);
-    case MLX_FLOAT16: return launch_m<__half>(g, st);
-    case MLX_BFLOAT16: return launch_m<__nv_bfloat16>(g, st);
-    default: return LC_CU_UNSUPPORTED;
+    case MLX_FLOAT32: launch_m<float>(g, p, st); break;
+    case MLX_FLOAT16: launch_m<__half>(g, p, st); break;
+    default: launch_m<__nv_bfloat16>(g, p, st); break;  // plan() took only these three
   }
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
 }

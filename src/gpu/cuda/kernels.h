@@ -7,6 +7,7 @@
 #ifndef LC_GPU_CUDA_KERNELS_H
 #define LC_GPU_CUDA_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -63,7 +64,12 @@ int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t len, const vo
  * a (M, K) b (K, N) with float accumulation, for M <= LC_CU_GEMV_MAX_M.
  * a's row m starts at a + m * lda (contiguous along k); b(k, n) is at
  * b[n * ldb + k] when b_cols, else at b[k * ldb + n]. LC_CU_UNSUPPORTED
- * for layouts without 16-byte loads (unaligned rows, ragged vectors). */
+ * for layouts without 16-byte loads (unaligned rows, ragged vectors).
+ * Some row-major products split k over blocks and add float partial sums
+ * in a scratch the caller supplies (part): lc_cu_gemv_plan gives its size
+ * (0: none) and the same checks' answer as lc_cu_gemv for the same g; the
+ * caller frees it after lc_cu_gemv (stream-ordered), so that a failed
+ * allocation is reported once, by the allocator. */
 #define LC_CU_GEMV_MAX_M 8
 struct lc_cu_gemv {
   int dt, dev;
@@ -72,7 +78,9 @@ struct lc_cu_gemv {
   int b_cols;
   const void *a, *b;
   void *out;
+  float *part; /* at least lc_cu_gemv_plan's *part bytes of device memory */
 };
+int lc_cu_gemv_plan(const struct lc_cu_gemv *g, size_t *part);
 int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);
 
 /* Strided gather into a contiguous output (a copy of any view). */

@@ -136,14 +136,15 @@ __global__ void __launch_bounds__(32 * kWarps) qmv_kernel(lc_cu_qmm a) {
   }
 }
 
-// One thread per unit of W (nbatch, R, C).
+// One thread per unit of W (nbatch, R, C); W's batch bi is the weights'
+// batch first + bi.
 template <class T, int BITS>
-__global__ void dequant_kernel(lc_cu_qmm a, int64_t nbatch, T *W) {
+__global__ void dequant_kernel(lc_cu_qmm a, int64_t first, int64_t nbatch, T *W) {
   const int64_t upr = a.C / 32, per_batch = a.R * upr;
   GRID_LOOP(t, nbatch * per_batch) {
     const int64_t bi = t / per_batch, rem = t - bi * per_batch, r = rem / upr,
                   u = rem - r * upr;
-    const Offsets o = batch_offsets(a, bi);
+    const Offsets o = batch_offsets(a, first + bi);
     float v[32];
     dequant_unit<T, BITS>(a, o, r, u, false, v);
     T *dst = W + (bi * a.R + r) * a.C + u * 32;
@@ -187,13 +188,13 @@ struct QmvLaunch {
 
 struct DequantLaunch {
   const lc_cu_qmm &a;
-  int64_t nbatch;
+  int64_t first, nbatch;
   void *W;
   cudaStream_t s;
   template <class T, int BITS> void operator()() const {
     int64_t total = nbatch * a.R * (a.C / 32), b = (total + 255) / 256;
     unsigned blocks = (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
-    dequant_kernel<T, BITS><<<blocks, 256, 0, s>>>(a, nbatch, (T *)W);
+    dequant_kernel<T, BITS><<<blocks, 256, 0, s>>>(a, first, nbatch, (T *)W);
   }
 };
 
@@ -207,10 +208,11 @@ extern "C" int lc_cu_qmv(const struct lc_cu_qmm *a, void *stream) {
   return done();
 }
 
-extern "C" int lc_cu_dequantize(const struct lc_cu_qmm *a, int64_t nbatch, void *W,
-                                void *stream) {
+extern "C" int lc_cu_dequantize(const struct lc_cu_qmm *a, int64_t first, int64_t nbatch,
+                                void *W, void *stream) {
   if (a->C % 32 || a->group_size % 32) return LC_CU_UNSUPPORTED;
   if (nbatch == 0 || a->R == 0 || a->C == 0) return 0;
-  if (!dispatch(*a, DequantLaunch{*a, nbatch, W, (cudaStream_t)stream})) return LC_CU_UNSUPPORTED;
+  if (!dispatch(*a, DequantLaunch{*a, first, nbatch, W, (cudaStream_t)stream}))
+    return LC_CU_UNSUPPORTED;
   return done();
 }

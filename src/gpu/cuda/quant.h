@@ -49,8 +49,9 @@ struct lc_cu_qmm {
 int lc_cu_qmv(const struct lc_cu_qmm *a, void *stream);
 
 /* W (nbatch, R, C) contiguous, of dtype dt: the dequantized weights of
- * batches 0 .. nbatch - 1 (C a multiple of 32). */
-int lc_cu_dequantize(const struct lc_cu_qmm *a, int64_t nbatch, void *W, void *stream);
+ * batches first .. first + nbatch - 1 (C a multiple of 32). */
+int lc_cu_dequantize(const struct lc_cu_qmm *a, int64_t first, int64_t nbatch, void *W,
+                     void *stream);
 
 #ifdef __cplusplus
 }

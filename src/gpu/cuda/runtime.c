@@ -96,6 +96,8 @@ size_t lc_cuda_capture_take_known(struct lc_cuda_known **known) {
   return n;
 }
 
+bool lc_cuda_capturing(void) { return capture.stream != NULL; }
+
 void lc_cuda_capture_begin(int dev, void *stream) {
   capture.dev = dev;
   capture.stream = stream;
