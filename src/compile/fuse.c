@@ -15,6 +15,9 @@
  * leaves it and comes back), so the regions contract to a DAG. Dependencies
  * are tracked as one bitset of regions per value.
  *
+ * Then sibling regions (elementwise, one shape, a common outside input,
+ * no dependency between them) merge: the common input is read once.
+ *
  * Broadcast views feeding a region from outside are absorbed: the region
  * reads the root of the broadcast chain through broadcast strides. A
  * broadcast with a shape partner (lc_broadcast_like) is a chain's root:
@@ -116,6 +119,161 @@ static int arg_region(const struct lc_fuse_ctx *c, int v) {
   return lc_fuse_region_of_val(c, v, &root);
 }
 
+/* Dependency state of the grouping: deps (per value: the regions it
+ * depends on, transitively), rdep (per region: likewise), members per
+ * region and each region's device. */
+struct fuse_state {
+  uint64_t *deps, *rdep;
+  int *count, *rdev;
+  size_t words;
+  int nreg;
+};
+
+/* Region cr joins region r (members among instructions [0, upto)). */
+static void merge_regions(struct lc_fuse_ctx *c, struct fuse_state *s, int r, int cr, int upto) {
+  size_t words = s->words;
+  for (int j = 0; j < upto; j++)
+    if (c->region_of[j] == cr) c->region_of[j] = r;
+  s->count[r] += s->count[cr];
+  s->count[cr] = 0;
+  c->rows[r] |= c->rows[cr];
+  for (size_t w = 0; w < words; w++) s->rdep[(size_t)r * words + w] |= s->rdep[(size_t)cr * words + w];
+  for (int v = 0; v < c->p->nval; v++)
+    if (has(s->deps, words, v, cr)) set(s->deps, words, v, r);
+  for (int q = 0; q < s->nreg; q++)
+    if (has(s->rdep, words, q, cr)) set(s->rdep, words, q, r);
+}
+
+/* Bounds on a region built of siblings: upper bounds of its outside reads
+ * and of its escaping values (every backend keeps them in one launch). */
+#define SIBLING_MAX_READS 16
+#define SIBLING_MAX_ESCAPES 8
+
+/* Sibling regions: elementwise regions of one shape and device that read
+ * a common outside value and depend on each other in neither direction
+ * merge, so that the value is read once (rope's two outputs from x and
+ * y). No path between the two in the graph with every region contracted
+ * keeps the merged region convex; the dependency bitsets miss paths that
+ * leave a region through one member and enter through another, so the
+ * paths are searched (at most SIBLING_MAX_SEARCHES per program).
+ * 0, or 1 after reporting. */
+#define SIBLING_MAX_SEARCHES 128
+
+struct sibling_graph {
+  int *cstart, *clist; /* consumers of each value (CSR over values) */
+  int *mstart, *mlist; /* members of each region (CSR over regions) */
+  int *queue;
+  char *seen;
+};
+
+/* Whether region b is reachable from region a, regions contracted. */
+static bool reaches(const struct lc_fuse_ctx *c, struct sibling_graph *g, int nreg, int a, int b) {
+  const struct lc_cprog *p = c->p;
+  int ni = c->ni;
+  memset(g->mstart, 0, sizeof(int) * ((size_t)nreg + 2));
+  for (int i = 0; i < ni; i++)
+    if (c->region_of[i] >= 0) g->mstart[c->region_of[i] + 2]++;
+  for (int r = 0; r < nreg; r++) g->mstart[r + 2] += g->mstart[r + 1];
+  for (int i = 0; i < ni; i++)
+    if (c->region_of[i] >= 0) g->mlist[g->mstart[c->region_of[i] + 1]++] = i;
+  memset(g->seen, 0, (size_t)nreg + (size_t)ni + 1);
+  char *rseen = g->seen + ni;
+  int head = 0, tail = 0;
+  rseen[a] = 1;
+  for (int m = g->mstart[a]; m < g->mstart[a + 1]; m++) g->seen[g->mlist[m]] = 1, g->queue[tail++] = g->mlist[m];
+  while (head < tail) {
+    const struct lc_cinstr *ins = &p->instrs[g->queue[head++]];
+    for (int k = 0; k < ins->nout; k++)
+      for (int e = g->cstart[ins->out[k]]; e < g->cstart[ins->out[k] + 1]; e++) {
+        int j = g->clist[e], q = c->region_of[j];
+        if (q == b) return true;
+        if (q >= 0 && !rseen[q]) { /* the whole region is reached */
+          rseen[q] = 1;
+          for (int m = g->mstart[q]; m < g->mstart[q + 1]; m++)
+            if (!g->seen[g->mlist[m]]) g->seen[g->mlist[m]] = 1, g->queue[tail++] = g->mlist[m];
+        } else if (q < 0 && !g->seen[j]) {
+          g->seen[j] = 1;
+          g->queue[tail++] = j;
+        }
+      }
+  }
+  return false;
+}
+
+static int merge_siblings(struct lc_fuse_ctx *c, struct fuse_state *s) {
+  const struct lc_cprog *p = c->p;
+  int ni = c->ni, nv = p->nval, nreg = s->nreg, rc = 0;
+  size_t edges = 0;
+  for (int i = 0; i < ni; i++) edges += (size_t)p->instrs[i].nin;
+  struct sibling_graph g;
+  int *reader = malloc(sizeof(int) * ((size_t)nv + 1));
+  int *fwd = malloc(sizeof(int) * ((size_t)nreg + 1));
+  int *reads = calloc((size_t)nreg + 1, sizeof(int)), *esc = calloc((size_t)nreg + 1, sizeof(int));
+  g.cstart = calloc((size_t)nv + 2, sizeof(int));
+  g.clist = malloc(sizeof(int) * (edges + 1));
+  g.mstart = malloc(sizeof(int) * ((size_t)nreg + 2));
+  g.mlist = malloc(sizeof(int) * ((size_t)ni + 1));
+  g.queue = malloc(sizeof(int) * ((size_t)ni + 1));
+  g.seen = malloc((size_t)ni + (size_t)nreg + 1);
+  if (!reader || !fwd || !reads || !esc || !g.cstart || !g.clist || !g.mstart || !g.mlist ||
+      !g.queue || !g.seen) {
+    rc = lc_error("out of memory");
+    goto done;
+  }
+  for (int i = 0; i < ni; i++)
+    for (int k = 0; k < p->instrs[i].nin; k++) g.cstart[p->instrs[i].in[k] + 2]++;
+  for (int v = 0; v < nv; v++) g.cstart[v + 2] += g.cstart[v + 1];
+  for (int i = 0; i < ni; i++)
+    for (int k = 0; k < p->instrs[i].nin; k++) g.clist[g.cstart[p->instrs[i].in[k] + 1]++] = i;
+  for (int v = 0; v < nv; v++) reader[v] = -1;
+  for (int r = 0; r < nreg; r++) fwd[r] = r;
+  for (int o = 0; o < p->nout; o++) {
+    int pr = p->vals[p->outs[o]].prod;
+    if (pr >= 0 && pr < ni && c->region_of[pr] >= 0) esc[c->region_of[pr]]++;
+  }
+  for (int i = 0; i < ni; i++) {
+    const struct lc_cinstr *ins = &p->instrs[i];
+    int ri = c->region_of[i];
+    for (int k = 0; k < ins->nin; k++) {
+      int pr = p->vals[ins->in[k]].prod;
+      if (pr >= 0 && pr < ni && c->region_of[pr] >= 0 && c->region_of[pr] != ri)
+        esc[c->region_of[pr]]++;
+      if (ri >= 0 && arg_region(c, ins->in[k]) != ri) reads[ri]++;
+    }
+  }
+  int searches = 0;
+  for (int i = 0; i < ni && searches < SIBLING_MAX_SEARCHES; i++) {
+    const struct lc_cinstr *ins = &p->instrs[i];
+    for (int k = 0; k < ins->nin; k++) {
+      int r = c->region_of[i], v = ins->in[k];
+      if (r < 0 || c->rows[r]) break;
+      if (arg_region(c, v) == r) continue;
+      if (reader[v] < 0) {
+        reader[v] = r;
+        continue;
+      }
+      int a = reader[v];
+      while (fwd[a] != a) a = fwd[a];
+      if (a == r || c->rows[a]) continue;
+      const struct lc_cval *x = &p->vals[c->space[a]], *y = &p->vals[c->space[r]];
+      if (s->rdev[a] != s->rdev[r] || s->count[a] + s->count[r] > LC_FUSE_MAX_REGION ||
+          reads[a] + reads[r] > SIBLING_MAX_READS || esc[a] + esc[r] > SIBLING_MAX_ESCAPES ||
+          !lc_shape_equal(x->ndim, x->shape, y->ndim, y->shape) ||
+          searches++ >= SIBLING_MAX_SEARCHES || reaches(c, &g, nreg, a, r) ||
+          reaches(c, &g, nreg, r, a))
+        continue;
+      merge_regions(c, s, a, r, ni);
+      fwd[r] = a;
+      reads[a] += reads[r];
+      esc[a] += esc[r];
+    }
+  }
+done:
+  free(reader), free(fwd), free(reads), free(esc);
+  free(g.cstart), free(g.clist), free(g.mstart), free(g.mlist), free(g.queue), free(g.seen);
+  return rc;
+}
+
 int lc_compile_fuse(struct lc_cprog *p) {
   int ni = p->ninstr, nv = p->nval;
   int nf = 0;
@@ -182,16 +340,8 @@ int lc_compile_fuse(struct lc_cprog *p) {
             ok = !has(deps, words, ins->in[q], cr);
           }
           if (!ok) continue;
-          for (int j = 0; j < i; j++)
-            if (c.region_of[j] == cr) c.region_of[j] = r;
-          count[r] += count[cr];
-          count[cr] = 0;
-          c.rows[r] |= c.rows[cr];
-          for (size_t w = 0; w < words; w++) rdep[(size_t)r * words + w] |= rdep[(size_t)cr * words + w];
-          for (int v = 0; v < nv; v++)
-            if (has(deps, words, v, cr)) set(deps, words, v, r);
-          for (int q = 0; q < nreg; q++)
-            if (has(rdep, words, q, cr)) set(rdep, words, q, r);
+          struct fuse_state st = {deps, rdep, count, rdev, words, nreg};
+          merge_regions(&c, &st, r, cr, i);
         }
       }
       c.region_of[i] = r;
@@ -212,6 +362,8 @@ int lc_compile_fuse(struct lc_cprog *p) {
     for (int k = 0; k < ins->nout; k++)
       memcpy(&deps[(size_t)ins->out[k] * words], tmp, sizeof(uint64_t) * words);
   }
+  struct fuse_state st = {deps, rdep, count, rdev, words, nreg};
+  if (merge_siblings(&c, &st)) goto done;
   /* Regions of one instruction stay unfused. */
   for (int i = 0; i < ni; i++)
     if (c.region_of[i] >= 0 && count[c.region_of[i]] < 2) c.region_of[i] = -1;
