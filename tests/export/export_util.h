@@ -109,4 +109,55 @@ static void xu_keep_call(const char *call, const char *file, mlx_vector_array ar
   }
 }
 
+/* Whether the file at path contains the bytes of s. */
+static bool xu_file_has(const char *path, const char *s) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t cap = 1 << 16, len = 0, n = strlen(s);
+  char *buf = malloc(cap);
+  bool found = false;
+  for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
+    len += got;
+    if (len == cap) {
+      char *b = realloc(buf, cap *= 2);
+      if (!b) break;
+      buf = b;
+    }
+  }
+  for (size_t i = 0; buf && i + n <= len && !found; i++) found = !memcmp(buf + i, s, n);
+  free(buf);
+  fclose(f);
+  return found;
+}
+
+/* Exports fn on args (checking the file names `must_have` when given),
+ * imports it, calls both on args and on call_args (when set), compares. */
+static void xu_roundtrip(const char *name, int (*fn)(mlx_vector_array *, const mlx_vector_array),
+                         mlx_vector_array args, bool shapeless, mlx_vector_array call_args,
+                         double tol, const char *must_have) {
+  char file[800], base[160];
+  snprintf(base, sizeof base, "%s.mlxfn", name);
+  xu_path(file, sizeof file, base);
+  mlx_closure c = mlx_closure_new_func(fn);
+  CHECK_OK(mlx_export_function(file, c, args, shapeless));
+  if (must_have)
+    CHECK_MSG(xu_file_has(file, must_have), "%s: no %s in the file", name, must_have);
+  mlx_imported_function f = mlx_imported_function_new(file);
+  CHECK_MSG(f.ctx != NULL, "%s: import failed: %s", name, test_last_error);
+  mlx_vector_array got = mlx_vector_array_new(), want = mlx_vector_array_new();
+  for (int k = 0; k < (call_args.ctx ? 2 : 1) && f.ctx; k++) {
+    mlx_vector_array a = k ? call_args : args;
+    CHECK_OK(mlx_closure_apply(&want, c, a));
+    CHECK_OK(mlx_imported_function_apply(&got, f, a));
+    xu_compare(name, got, want, tol);
+    char call[200];
+    snprintf(call, sizeof call, "%s%s", name, k ? "_b" : "");
+    xu_keep_call(call, base, a, NULL, NULL, 0, want);
+  }
+  mlx_vector_array_free(got);
+  mlx_vector_array_free(want);
+  mlx_imported_function_free(f);
+  mlx_closure_free(c);
+}
+
 #endif

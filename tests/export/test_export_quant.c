@@ -55,27 +55,6 @@ static void quantize(mlx_array w, mlx_dtype st, mlx_array *out) {
   mlx_vector_array_free(q);
 }
 
-/* Whether the file at path holds the bytes of s. */
-static bool file_has(const char *path, const char *s) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t cap = 1 << 16, len = 0, n = strlen(s);
-  char *buf = malloc(cap);
-  bool found = false;
-  for (size_t got; buf && (got = fread(buf + len, 1, cap - len, f)) > 0;) {
-    len += got;
-    if (len == cap) {
-      char *b = realloc(buf, cap *= 2);
-      if (!b) break;
-      buf = b;
-    }
-  }
-  for (size_t i = 0; buf && i + n <= len && !found; i++) found = !memcmp(buf + i, s, n);
-  free(buf);
-  fclose(f);
-  return found;
-}
-
 /* One case: x of shape xs (dtype xt) times weights of shape ws (float32
  * values quantized with scales of dtype st); call: another x for a
  * shapeless export (NULL: none). */
@@ -88,9 +67,6 @@ static void qmm_case(const char *name, int gs, int bits, bool transpose, const i
   CHECK_OK(mlx_astype(&x, x0, xt, test_stream()));
   CHECK_OK(mlx_array_eval(x));
   quantize(w, st, q);
-  char file[800], base[160];
-  snprintf(base, sizeof base, "%s.mlxfn", name);
-  xu_path(file, sizeof file, base);
   mlx_vector_array args = xu_vec(4, (mlx_array[4]){x, q[0], q[1], q[2]});
   mlx_vector_array args2 = {NULL};
   mlx_array x2 = {NULL};
@@ -101,25 +77,7 @@ static void qmm_case(const char *name, int gs, int bits, bool transpose, const i
     mlx_array_free(x20);
     args2 = xu_vec(4, (mlx_array[4]){x2, q[0], q[1], q[2]});
   }
-  mlx_closure c = mlx_closure_new_func(qmm);
-  CHECK_OK(mlx_export_function(file, c, args, call_xs != NULL));
-  CHECK_MSG(file_has(file, "QuantizedMatmul"), "%s: no QuantizedMatmul in the file", name);
-  mlx_imported_function f = mlx_imported_function_new(file);
-  CHECK_MSG(f.ctx != NULL, "%s: import failed: %s", name, test_last_error);
-  mlx_vector_array got = mlx_vector_array_new(), want = mlx_vector_array_new();
-  for (int k = 0; k < (call_xs ? 2 : 1) && f.ctx; k++) {
-    mlx_vector_array a = k ? args2 : args;
-    CHECK_OK(mlx_closure_apply(&want, c, a));
-    CHECK_OK(mlx_imported_function_apply(&got, f, a));
-    xu_compare(name, got, want, tol);
-    char call[200];
-    snprintf(call, sizeof call, "%s%s", name, k ? "_b" : "");
-    xu_keep_call(call, base, a, NULL, NULL, 0, want);
-  }
-  mlx_vector_array_free(got);
-  mlx_vector_array_free(want);
-  mlx_imported_function_free(f);
-  mlx_closure_free(c);
+  xu_roundtrip(name, qmm, args, call_xs != NULL, args2, tol, "QuantizedMatmul");
   mlx_vector_array_free(args);
   if (call_xs) {
     mlx_vector_array_free(args2);

@@ -200,32 +200,6 @@ static int multi(mlx_vector_array *res, const mlx_vector_array in) {
   return 0;
 }
 
-/* Exports fn on args, imports it, calls both on call_args, compares. */
-static void roundtrip(const char *name, int (*fn)(mlx_vector_array *, const mlx_vector_array),
-                      mlx_vector_array args, bool shapeless, mlx_vector_array call_args,
-                      double tol) {
-  char file[600], base[160];
-  snprintf(base, sizeof base, "%s.mlxfn", name);
-  xu_path(file, sizeof file, base);
-  mlx_closure c = mlx_closure_new_func(fn);
-  CHECK_OK(mlx_export_function(file, c, args, shapeless));
-  mlx_imported_function f = mlx_imported_function_new(file);
-  CHECK_MSG(f.ctx != NULL, "%s: import failed: %s", name, test_last_error);
-  mlx_vector_array got = mlx_vector_array_new(), want = mlx_vector_array_new();
-  for (int k = 0; k < (call_args.ctx ? 2 : 1) && f.ctx; k++) {
-    mlx_vector_array a = k ? call_args : args;
-    CHECK_OK(mlx_closure_apply(&want, c, a));
-    CHECK_OK(mlx_imported_function_apply(&got, f, a));
-    xu_compare(name, got, want, tol);
-    char call[200];
-    snprintf(call, sizeof call, "%s%s", name, k ? "_b" : "");
-    xu_keep_call(call, base, a, NULL, NULL, 0, want);
-  }
-  mlx_vector_array_free(got);
-  mlx_vector_array_free(want);
-  mlx_imported_function_free(f);
-  mlx_closure_free(c);
-}
 
 static void test_functions(void) {
   int sx[2] = {4, 8}, s1[2] = {8, 16}, s2[2] = {16, 3}, sb[1] = {16};
@@ -233,27 +207,27 @@ static void test_functions(void) {
   W2 = test_rand_f32(s2, 2, -1, 1);
   mlx_array x = test_rand_f32(sx, 2, -1, 1);
   mlx_vector_array a = xu_vec(1, &x);
-  roundtrip("lace_mlp", mlp, a, false, (mlx_vector_array){NULL}, 1e-6);
+  xu_roundtrip("lace_mlp", mlp, a, false, (mlx_vector_array){NULL}, 1e-6, NULL);
   mlx_vector_array_free(a);
   mlx_array_free(x);
 
   int s3[3] = {3, 4, 5};
   x = test_rand_f32(s3, 3, -2, 2);
   a = xu_vec(1, &x);
-  roundtrip("lace_reductions", reductions, a, false, (mlx_vector_array){NULL}, 1e-6);
+  xu_roundtrip("lace_reductions", reductions, a, false, (mlx_vector_array){NULL}, 1e-6, NULL);
   mlx_vector_array_free(a);
 
   int s5[1] = {5};
   mlx_array w = test_rand_f32(s5, 1, -1, 1), bb = test_rand_f32(s5, 1, -1, 1);
   a = xu_vec(3, (mlx_array[3]){x, w, bb});
-  roundtrip("lace_norms", norms, a, false, (mlx_vector_array){NULL}, 2e-6);
+  xu_roundtrip("lace_norms", norms, a, false, (mlx_vector_array){NULL}, 2e-6, NULL);
   mlx_vector_array_free(a);
   mlx_array_free(w), mlx_array_free(bb);
 
   int si[1] = {3};
   mlx_array idx = xu_int(si, 1, -5, 4);
   a = xu_vec(2, (mlx_array[2]){x, idx});
-  roundtrip("lace_shapes", shapes, a, false, (mlx_vector_array){NULL}, 0);
+  xu_roundtrip("lace_shapes", shapes, a, false, (mlx_vector_array){NULL}, 0, NULL);
   mlx_vector_array_free(a);
   mlx_array_free(idx);
   mlx_array_free(x);
@@ -261,7 +235,7 @@ static void test_functions(void) {
   int s34[2] = {3, 4};
   mlx_array i = xu_int(s34, 2, -40, 40), j = xu_int(s34, 2, 1, 6);
   a = xu_vec(2, (mlx_array[2]){i, j});
-  roundtrip("lace_ints", ints, a, false, (mlx_vector_array){NULL}, 0);
+  xu_roundtrip("lace_ints", ints, a, false, (mlx_vector_array){NULL}, 0, NULL);
   mlx_vector_array_free(a);
   mlx_array_free(i);
   mlx_array_free(j);
@@ -271,7 +245,7 @@ static void test_functions(void) {
   mlx_array p2 = test_rand_f32(s57, 2, -1, 1), q2 = test_rand_f32(s7, 1, -1, 1);
   a = xu_vec(2, (mlx_array[2]){p, q});
   mlx_vector_array b = xu_vec(2, (mlx_array[2]){p2, q2});
-  roundtrip("lace_shapeless", shapeless_fn, a, true, b, 1e-6);
+  xu_roundtrip("lace_shapeless", shapeless_fn, a, true, b, 1e-6, NULL);
   mlx_vector_array_free(a);
   mlx_vector_array_free(b);
   mlx_array_free(p), mlx_array_free(q), mlx_array_free(p2), mlx_array_free(q2);
