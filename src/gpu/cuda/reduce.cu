@@ -1,5 +1,7 @@
 // Row reductions on the GPU: one block per row of a row-major (rows, len)
-// matrix; threads stride over the row, then a shared-memory tree combines.
+// matrix; threads stride over the row (in 16-byte packs, four in flight,
+// when every row starts 16-byte aligned), then warps combine by shuffles
+// and the first warp combines the warps' values, in a fixed order.
 // Accumulation is in float for 16- and 32-bit floats, double for float64,
 // 64-bit integers for integers; NaN wins max and min (as on the CPU).
 // Also the strided copy that brings reduced axes last.
@@ -42,21 +44,62 @@ template <class A> struct Combine {
   }
 };
 
+template <class A> __device__ __forceinline__ A warp_combine(A v, const Combine<A> &c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = c.op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Every thread gets the block's value. sh holds kThreads / 32 values.
 template <class A> __device__ A block_combine(A v, const Combine<A> &c, A *sh) {
-  sh[threadIdx.x] = v;
+  v = warp_combine(v, c);
+  const int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  __syncthreads(); // earlier readers of sh are done
+  if (l == 0) sh[w] = v;
   __syncthreads();
-  for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if ((int)threadIdx.x < s) sh[threadIdx.x] = c.op(sh[threadIdx.x], sh[threadIdx.x + s]);
-    __syncthreads();
+  v = l < kThreads / 32 ? sh[l] : c.init();
+  return warp_combine(v, c);
+}
+
+template <class T, int V> struct alignas(sizeof(T) * V) Pack { T e[V]; };
+
+// Whether rows of len elements of T starting at x are all 16-byte aligned.
+template <class T> __host__ bool rows_aligned(const void *x, int64_t len) {
+  return ((uintptr_t)x % 16) == 0 && (len * (int64_t)sizeof(T)) % 16 == 0;
+}
+
+// Calls f(value) on every element of the row x[0..len) that this thread
+// owns: packs i = threadIdx.x + k * kThreads when vec, else elements.
+template <class T, class A, class F>
+__device__ __forceinline__ void row_each(const T *x, int64_t len, bool vec, F &&f) {
+  if (vec) {
+    constexpr int V = 16 / sizeof(T);
+    using P = Pack<T, V>;
+    const P *xp = (const P *)x;
+    const int64_t np = len / V;
+    int64_t i = threadIdx.x;
+    for (; i + 3 * kThreads < np; i += 4 * kThreads) {
+      P q[4];
+#pragma unroll
+      for (int u = 0; u < 4; u++) q[u] = xp[i + u * kThreads];
+#pragma unroll
+      for (int u = 0; u < 4; u++)
+#pragma unroll
+        for (int e = 0; e < V; e++) f((A)lc_ld(q[u].e[e]));
+    }
+    for (; i < np; i += kThreads) {
+      P q = xp[i];
+#pragma unroll
+      for (int e = 0; e < V; e++) f((A)lc_ld(q.e[e]));
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < len; i += kThreads) f((A)lc_ld(x[i]));
   }
-  A r = sh[0];
-  __syncthreads();
-  return r;
 }
 
 template <class TI, class TO, class A>
-__global__ void reduce_rows(lc_cu_reduce a) {
-  __shared__ A sh[kThreads];
+__global__ void reduce_rows(lc_cu_reduce a, bool vec) {
+  __shared__ A sh[kThreads / 32];
   const TI *x = (const TI *)a.in + (int64_t)blockIdx.x * a.len;
   TO *o = (TO *)a.out + blockIdx.x;
   int kind = a.kind;
@@ -66,18 +109,17 @@ __global__ void reduce_rows(lc_cu_reduce a) {
   if (kind == LC_RED_LSE) {
     Combine<A> mx{LC_RED_MAX};
     A m = mx.init();
-    for (int64_t i = threadIdx.x; i < a.len; i += kThreads) m = mx.op(m, (A)lc_ld(x[i]));
+    row_each<TI, A>(x, a.len, vec, [&](A t) { m = mx.op(m, t); });
     m = block_combine(m, mx, sh);
     A s = 0;
-    if (isfinite((double)m))
-      for (int64_t i = threadIdx.x; i < a.len; i += kThreads) s += exp((A)lc_ld(x[i]) - m);
+    if (isfinite((double)m)) row_each<TI, A>(x, a.len, vec, [&](A t) { s += exp(t - m); });
     s = block_combine(s, c, sh);
     if (threadIdx.x == 0) *o = lc_to<TO>::f(isfinite((double)m) ? m + log(s) : m);
     return;
   }
   }
   A v = c.init();
-  for (int64_t i = threadIdx.x; i < a.len; i += kThreads) v = c.op(v, (A)lc_ld(x[i]));
+  row_each<TI, A>(x, a.len, vec, [&](A t) { v = c.op(v, t); });
   v = block_combine(v, c, sh);
   if (!moments) {
     if (threadIdx.x == 0) *o = lc_to<TO>::f(v);
@@ -90,10 +132,10 @@ __global__ void reduce_rows(lc_cu_reduce a) {
     return;
   }
   A q = 0;
-  for (int64_t i = threadIdx.x; i < a.len; i += kThreads) {
-    A d = (A)lc_ld(x[i]) - mean;
+  row_each<TI, A>(x, a.len, vec, [&](A t) {
+    A d = t - mean;
     q += d * d;
-  }
+  });
   q = block_combine(q, c, sh);
   if (threadIdx.x == 0) {
     A den = (A)(a.len - a.ddof);
@@ -135,20 +177,33 @@ __global__ void copy_strided(char *out, const char *in, int isz, int ndim,
 // Softmax of each row: max, then the sum of exp(x - max), then the
 // scaled exps; in float (double for float64), whatever the storage type.
 template <class T, class A>
-__global__ void softmax_rows(const T *in, T *out, int64_t len) {
-  __shared__ A sh[kThreads];
+__global__ void softmax_rows(const T *in, T *out, int64_t len, bool vec) {
+  __shared__ A sh[kThreads / 32];
   const T *x = in + (int64_t)blockIdx.x * len;
   T *o = out + (int64_t)blockIdx.x * len;
   Combine<A> mx{LC_RED_MAX}, sum{LC_RED_SUM};
   A m = mx.init();
-  for (int64_t i = threadIdx.x; i < len; i += kThreads) m = mx.op(m, (A)lc_ld(x[i]));
+  row_each<T, A>(x, len, vec, [&](A t) { m = mx.op(m, t); });
   m = block_combine(m, mx, sh);
   A s = 0;
-  for (int64_t i = threadIdx.x; i < len; i += kThreads) s += exp((A)lc_ld(x[i]) - m);
+  row_each<T, A>(x, len, vec, [&](A t) { s += exp(t - m); });
   s = block_combine(s, sum, sh);
   A inv = (A)1 / s;
-  for (int64_t i = threadIdx.x; i < len; i += kThreads)
-    o[i] = lc_to<T>::f(exp((A)lc_ld(x[i]) - m) * inv);
+  if (vec) {
+    constexpr int V = 16 / sizeof(T);
+    using P = Pack<T, V>;
+    const P *xp = (const P *)x;
+    P *op = (P *)o;
+    for (int64_t i = threadIdx.x; i < len / V; i += kThreads) {
+      P q = xp[i], r;
+#pragma unroll
+      for (int e = 0; e < V; e++) r.e[e] = lc_to<T>::f(exp((A)lc_ld(q.e[e]) - m) * inv);
+      op[i] = r;
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < len; i += kThreads)
+      o[i] = lc_to<T>::f(exp((A)lc_ld(x[i]) - m) * inv);
+  }
 }
 
 }  // namespace
@@ -161,8 +216,9 @@ extern "C" int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void 
   lc_dispatch_float(dt, [&](auto *p) {
     using T = std::remove_pointer_t<decltype(p)>;
     using A = typename lc_acc<T>::type;
+    bool vec = rows_aligned<T>(in, len) && rows_aligned<T>(out, len);
     softmax_rows<T, A><<<(unsigned)rows, kThreads, 0, (cudaStream_t)stream>>>(
-        (const T *)in, (T *)out, len);
+        (const T *)in, (T *)out, len, vec);
     rc = 0;
   });
   if (rc) return rc;
@@ -182,14 +238,15 @@ extern "C" int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream) {
     lc_dispatch_real(a->out_dt, [&](auto *po) {
       using TO = std::remove_pointer_t<decltype(po)>;
       using A = typename acc_of<TI>::type;
+      bool vec = rows_aligned<TI>(a->in, a->len);
       if constexpr (std::is_floating_point<A>::value) {
-        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a, vec);
         rc = 0;
       } else if (!float_kind) {
-        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        reduce_rows<TI, TO, A><<<(unsigned)a->rows, kThreads, 0, s>>>(*a, vec);
         rc = 0;
       } else {
-        reduce_rows<TI, TO, double><<<(unsigned)a->rows, kThreads, 0, s>>>(*a);
+        reduce_rows<TI, TO, double><<<(unsigned)a->rows, kThreads, 0, s>>>(*a, vec);
         rc = 0;
       }
     });
