@@ -27,13 +27,16 @@ static int run_case(void *arg) {
     case 0: rc = mlx_copy(&r, c->x, gs); break;
     case 1: rc = mlx_add(&r, c->x, c->y, gs); break;
     case 2: {
-      mlx_array h = mlx_array_new_float(0.5f), o = mlx_array_new_float(1.0f),
-                k = mlx_array_new_float(0.70710678f);
-      rc = mlx_multiply(&t, c->x, k, gs) || mlx_erf(&u, t, gs) || mlx_add(&t, u, o, gs) ||
+      /* scalars of x's dtype (a float32 scalar would promote bfloat16 x) */
+      mlx_dtype dt = mlx_array_dtype(c->x);
+      mlx_array hf = mlx_array_new_float(0.5f), of = mlx_array_new_float(1.0f),
+                kf = mlx_array_new_float(0.70710678f), h = mlx_array_new(), o = mlx_array_new(),
+                k = mlx_array_new();
+      rc = mlx_astype(&h, hf, dt, gs) || mlx_astype(&o, of, dt, gs) || mlx_astype(&k, kf, dt, gs) ||
+           mlx_multiply(&t, c->x, k, gs) || mlx_erf(&u, t, gs) || mlx_add(&t, u, o, gs) ||
            mlx_multiply(&u, t, c->x, gs) || mlx_multiply(&r, u, h, gs);
-      mlx_array_free(h);
-      mlx_array_free(o);
-      mlx_array_free(k);
+      mlx_array_free(h), mlx_array_free(o), mlx_array_free(k);
+      mlx_array_free(hf), mlx_array_free(of), mlx_array_free(kf);
       break;
     }
     case 3: rc = mlx_sum_axis(&r, c->x, last, false, gs); break;

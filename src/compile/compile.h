@@ -99,6 +99,11 @@ int lc_compile_replay(const struct lc_cprog *p, struct lc_node *const *in, bool 
 /* ---- fused kernels (kernel.c) ---- */
 /* Max arguments of one instruction inside a fused region. */
 #define LC_FUSED_MAXARG 4
+/* A fused kernel on a GPU reads at most this many inputs and writes at
+ * most this many outputs (its arguments are one parameter block); larger
+ * regions on a GPU are left unfused. */
+#define LC_FUSED_GPU_MAX_IN 32
+#define LC_FUSED_GPU_MAX_OUT 16
 
 /* Layout of a FUSED node's params (plain data; all offsets in bytes from
  * the start of the header, 16-byte aligned sections):

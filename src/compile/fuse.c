@@ -166,9 +166,8 @@ struct sibling_graph {
   char *seen;
 };
 
-/* Whether region b is reachable from region a, regions contracted. */
-static bool reaches(const struct lc_fuse_ctx *c, struct sibling_graph *g, int nreg, int a, int b) {
-  const struct lc_cprog *p = c->p;
+/* Members by region (g->mstart, g->mlist) as region_of now stands. */
+static void list_members(const struct lc_fuse_ctx *c, struct sibling_graph *g, int nreg) {
   int ni = c->ni;
   memset(g->mstart, 0, sizeof(int) * ((size_t)nreg + 2));
   for (int i = 0; i < ni; i++)
@@ -176,6 +175,13 @@ static bool reaches(const struct lc_fuse_ctx *c, struct sibling_graph *g, int nr
   for (int r = 0; r < nreg; r++) g->mstart[r + 2] += g->mstart[r + 1];
   for (int i = 0; i < ni; i++)
     if (c->region_of[i] >= 0) g->mlist[g->mstart[c->region_of[i] + 1]++] = i;
+}
+
+/* Whether region b is reachable from region a, regions contracted
+ * (members listed by list_members since the last merge). */
+static bool reaches(const struct lc_fuse_ctx *c, struct sibling_graph *g, int nreg, int a, int b) {
+  const struct lc_cprog *p = c->p;
+  int ni = c->ni;
   memset(g->seen, 0, (size_t)nreg + (size_t)ni + 1);
   char *rseen = g->seen + ni;
   int head = 0, tail = 0;
@@ -259,9 +265,10 @@ static int merge_siblings(struct lc_fuse_ctx *c, struct fuse_state *s) {
       if (s->rdev[a] != s->rdev[r] || s->count[a] + s->count[r] > LC_FUSE_MAX_REGION ||
           reads[a] + reads[r] > SIBLING_MAX_READS || esc[a] + esc[r] > SIBLING_MAX_ESCAPES ||
           !lc_shape_equal(x->ndim, x->shape, y->ndim, y->shape) ||
-          searches++ >= SIBLING_MAX_SEARCHES || reaches(c, &g, nreg, a, r) ||
-          reaches(c, &g, nreg, r, a))
+          searches++ >= SIBLING_MAX_SEARCHES)
         continue;
+      list_members(c, &g, nreg); /* merges since the last search moved members */
+      if (reaches(c, &g, nreg, a, r) || reaches(c, &g, nreg, r, a)) continue;
       merge_regions(c, s, a, r, ni);
       fwd[r] = a;
       reads[a] += reads[r];

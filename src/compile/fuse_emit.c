@@ -84,7 +84,9 @@ int lc_fuse_emit(struct lc_fuse_ctx *c, const int *mem, int nm, int rid) {
     }
     if (c->escapes[mem[m]]) out_vals[nout++] = ins->out[0];
   }
-  if (nout > LC_FUSE_MAX_OUTS) { /* left unfused: the members stay as they are */
+  int dev = p->instrs[mem[0]].dev; /* one per region */
+  bool too_wide = dev >= 0 && (nin > LC_FUSED_GPU_MAX_IN || nout > LC_FUSED_GPU_MAX_OUT);
+  if (nout > LC_FUSE_MAX_OUTS || too_wide) { /* left unfused: the members stay as they are */
     rc = 0;
     goto done;
   }

@@ -7,11 +7,10 @@
  * other rows. With LACE_EXPORT_KEEP=dir the files stay there with inputs
  * and outputs, for tests/gen/check_export_in_mlx.py (lace -> MLX). */
 #include "export_util.h"
+#include "quant_util.h"
 /* after test.h */
 #include "core/node.h"
 #include "ops/quant.h"
-
-static const mlx_array no_array = {NULL};
 
 /* The quantization of the node the traced function builds. */
 static int q_gs, q_bits;
@@ -41,18 +40,9 @@ static int qmm(mlx_vector_array *res, const mlx_vector_array in) {
 
 /* w (float32) quantized: out[0..3) = w_q, scales, biases, of dtype st. */
 static void quantize(mlx_array w, mlx_dtype st, mlx_array *out) {
-  mlx_vector_array q = mlx_vector_array_new();
-  mlx_optional_int g = {q_gs, true}, b = {q_bits, true};
-  mlx_array wt = mlx_array_new();
-  CHECK_OK(mlx_astype(&wt, w, st, test_stream()));
-  CHECK_OK(mlx_quantize(&q, wt, g, b, "affine", no_array, test_stream()));
-  for (int i = 0; i < 3; i++) {
-    out[i] = mlx_array_new();
-    CHECK_OK(mlx_vector_array_get(&out[i], q, (size_t)i));
-    CHECK_OK(mlx_array_eval(out[i]));
-  }
+  mlx_array wt = test_as_type(w, st);
+  test_quantize(wt, q_gs, q_bits, out);
   mlx_array_free(wt);
-  mlx_vector_array_free(q);
 }
 
 /* One case: x of shape xs (dtype xt) times weights of shape ws (float32

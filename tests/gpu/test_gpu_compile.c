@@ -304,6 +304,95 @@ static void build_regions(const struct gcase *c, mlx_vector_array outs) {
             c->want_rows ? "some" : "none");
 }
 
+/* Regions wider than one GPU kernel takes (LC_FUSED_GPU_MAX_IN inputs,
+ * _OUT outputs) stay unfused on a GPU instead of falling back to the CPU:
+ * the sum of 40 inputs times constants; a chain of 20 steps all returned. */
+#define WIDE_IN 40
+#define WIDE_OUT 20
+static int wide_body(mlx_vector_array *res, const mlx_vector_array in) {
+  int n = (int)mlx_vector_array_size(in);
+  mlx_array acc = mlx_array_new(), x = mlx_array_new(), t = mlx_array_new();
+  mlx_array outs[WIDE_OUT];
+  int nout = 0;
+  for (int k = 0; k < n; k++) {
+    mlx_vector_array_get(&x, in, (size_t)k);
+    mlx_array c = mlx_array_new_float((float)(k + 1) / 8);
+    if (k == 0) mlx_multiply(&acc, x, c, S);
+    else {
+      mlx_multiply(&t, x, c, S);
+      mlx_add(&acc, acc, t, S);
+    }
+    mlx_array_free(c);
+  }
+  if (n == 1) /* the chain: every step an output */
+    for (; nout < WIDE_OUT; nout++) {
+      mlx_array c = mlx_array_new_float(0.75f);
+      outs[nout] = mlx_array_new();
+      mlx_multiply(&outs[nout], nout ? outs[nout - 1] : acc, c, S);
+      mlx_array_free(c);
+    }
+  else
+    outs[nout++] = acc, acc = mlx_array_new();
+  mlx_vector_array r = mlx_vector_array_new_data(outs, (size_t)nout);
+  mlx_vector_array_set(res, r);
+  mlx_vector_array_free(r);
+  for (int k = 0; k < nout; k++) mlx_array_free(outs[k]);
+  mlx_array_free(acc), mlx_array_free(x), mlx_array_free(t);
+  return 0;
+}
+
+static mlx_vector_array run(mlx_closure f, mlx_vector_array in);
+
+static void wide_regions(void) {
+  mlx_closure plain = mlx_closure_new_func(wide_body);
+  for (int ninput = 1; ninput <= WIDE_IN; ninput += WIDE_IN - 1) {
+    mlx_vector_array in = mlx_vector_array_new();
+    int sh[2] = {64, 1000};
+    for (int k = 0; k < ninput; k++) {
+      mlx_array a = gpu_rand(sh, 2, MLX_FLOAT32, -1, 1);
+      mlx_vector_array_append_value(in, a);
+      mlx_array_free(a);
+    }
+    S = test_stream();
+    mlx_vector_array want = run(plain, in);
+    S = gpu_stream;
+    mlx_device gdev = mlx_device_new_type(MLX_GPU, 0), cdev = mlx_device_new_type(MLX_CPU, 0);
+    CHECK_OK(mlx_set_default_device(gdev));
+    mlx_closure gf = mlx_closure_new();
+    CHECK_OK(mlx_compile(&gf, plain, false));
+    mlx_vector_array got = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&got, gf, in));
+    struct lc_node *found[64];
+    int nf = 0;
+    for (size_t k = 0; k < mlx_vector_array_size(got); k++) {
+      mlx_array o = mlx_array_new();
+      mlx_vector_array_get(&o, got, k);
+      nf = collect_fused(node_of(o), found, nf, 64);
+      mlx_array_free(o);
+    }
+    for (int r = 0; r < nf; r++) {
+      const struct lc_fused_hdr *h = found[r]->params;
+      CHECK_MSG(h->nin <= LC_FUSED_GPU_MAX_IN && h->nout <= LC_FUSED_GPU_MAX_OUT,
+                "wide (%d inputs): a GPU region of %d inputs and %d outputs", ninput, h->nin, h->nout);
+    }
+    CHECK(mlx_vector_array_size(got) == mlx_vector_array_size(want));
+    for (size_t k = 0; k < mlx_vector_array_size(want); k++) {
+      mlx_array g = mlx_array_new(), w = mlx_array_new();
+      mlx_vector_array_get(&g, got, k);
+      mlx_vector_array_get(&w, want, k);
+      char what[80];
+      snprintf(what, sizeof what, "wide (%d inputs), output %zu", ninput, k);
+      CHECK_SAME(g, w, 1e-5, 1e-5, what);
+      mlx_array_free(g), mlx_array_free(w);
+    }
+    CHECK_OK(mlx_set_default_device(cdev));
+    mlx_device_free(gdev), mlx_device_free(cdev);
+    mlx_vector_array_free(got), mlx_vector_array_free(want), mlx_vector_array_free(in);
+    mlx_closure_free(gf);
+  }
+  mlx_closure_free(plain);
+}
+
 static mlx_vector_array run(mlx_closure f, mlx_vector_array in) {
   mlx_vector_array out = mlx_vector_array_new();
   CHECK_OK(mlx_closure_apply(&out, f, in));
@@ -371,6 +460,7 @@ int main(void) {
     mlx_vector_array_free(want);
     mlx_vector_array_free(in);
   }
+  if (ngpu > 0) wide_regions();
   mlx_closure_free(plain);
   test_remove_dir(dir);
   return test_done();

@@ -15,6 +15,7 @@
 
 #include "core/node.h"
 #include "gpu_util.h"
+#include "quant_util.h"
 #include "ops/prim.h"
 
 static char what_buf[256];
@@ -34,28 +35,7 @@ static bool built_as_qmm(mlx_array a) {
   return n && n->op == LC_OP_QUANTIZED_MATMUL;
 }
 
-static const mlx_array no_array = {NULL};
-
 /* w quantized on the CPU: out[0..3) = packed, scales, biases. */
-static void quantize(mlx_array w, int gs, int bits, mlx_array *out) {
-  mlx_vector_array q = mlx_vector_array_new();
-  mlx_optional_int g = {gs, true}, b = {bits, true};
-  CHECK_OK(mlx_quantize(&q, w, g, b, "affine", no_array, test_stream()));
-  for (int i = 0; i < 3; i++) {
-    out[i] = mlx_array_new();
-    CHECK_OK(mlx_vector_array_get(&out[i], q, (size_t)i));
-    CHECK_OK(mlx_array_eval(out[i]));
-  }
-  mlx_vector_array_free(q);
-}
-
-static mlx_array as_type(mlx_array x, mlx_dtype t) {
-  mlx_array r = mlx_array_new();
-  CHECK_OK(mlx_astype(&r, x, t, test_stream()));
-  CHECK_OK(mlx_array_eval(r));
-  return r;
-}
-
 /* Tolerances for a contraction of length K over values in [-1, 1]. */
 static double rtol_of(mlx_dtype t) {
   return t == MLX_FLOAT16 ? 4e-3 : t == MLX_BFLOAT16 ? 3e-2 : 1e-4;
@@ -97,11 +77,11 @@ static void test_grid(void) {
         int ws[2] = {tr ? N : K, tr ? K : N};
         mlx_array w = test_rand_f32(ws, 2, -1, 1);
         for (size_t ti = 0; ti < 3; ti++) {
-          mlx_array wt = as_type(w, types[ti]), q[3];
-          quantize(wt, gs, bits, q);
+          mlx_array wt = test_as_type(w, types[ti]), q[3];
+          test_quantize(wt, gs, bits, q);
           for (size_t mi = 0; mi < sizeof all_m / sizeof *all_m; mi++) {
             int xs[2] = {all_m[mi], K};
-            mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = as_type(x0, types[ti]);
+            mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = test_as_type(x0, types[ti]);
             compare(x, q, tr, gs, bits, K,
                     WHAT("bits %d gs %d transpose %d dtype %d M %d", bits, gs, tr,
                          (int)types[ti], all_m[mi]));
@@ -122,11 +102,11 @@ static void test_mixed_dtypes(void) {
   for (size_t wi = 0; wi < 3; wi++)
     for (size_t xi = 0; xi < 3; xi++) {
       if (wi == xi) continue;
-      mlx_array wt = as_type(w, types[wi]), q[3];
-      quantize(wt, 64, 4, q);
+      mlx_array wt = test_as_type(w, types[wi]), q[3];
+      test_quantize(wt, 64, 4, q);
       for (int m = 1; m <= 17; m += 16) {
         int xs[2] = {m, K};
-        mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = as_type(x0, types[xi]);
+        mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = test_as_type(x0, types[xi]);
         compare(x, q, true, 64, 4, K,
                 WHAT("scales dtype %d, x dtype %d, M %d", (int)types[wi], (int)types[xi], m));
         mlx_array_free(x0);
@@ -161,15 +141,15 @@ static void test_batched(void) {
         for (int d = 0; d < wnd - 2; d++) wshape[d] = cases[c].wlead[d];
         wshape[wnd - 2] = tr ? N : K;
         wshape[wnd - 1] = tr ? K : N;
-        mlx_array w0 = test_rand_f32(wshape, wnd, -1, 1), w = as_type(w0, types[ti]), q[3];
-        quantize(w, gs, bits, q);
+        mlx_array w0 = test_rand_f32(wshape, wnd, -1, 1), w = test_as_type(w0, types[ti]), q[3];
+        test_quantize(w, gs, bits, q);
         for (size_t mi = 0; mi < 3; mi++) {
           if (cases[c].xnd == 1 && mi > 0) continue;
           int xshape[4], xnd = cases[c].xnd;
           for (int d = 0; d < xnd; d++) xshape[d] = cases[c].xs[d];
           if (xnd >= 2) xshape[xnd - 2] = ms[mi];
           xshape[xnd - 1] = K;
-          mlx_array x0 = test_rand_f32(xshape, xnd, -1, 1), x = as_type(x0, types[ti]);
+          mlx_array x0 = test_rand_f32(xshape, xnd, -1, 1), x = test_as_type(x0, types[ti]);
           compare(x, q, tr, gs, bits, K,
                   WHAT("batched case %zu transpose %d dtype %d M %d", c, tr, (int)types[ti],
                        ms[mi]));
@@ -189,18 +169,18 @@ static void test_views(void) {
   for (int bits = 4; bits <= 8; bits += 4)
     for (size_t ti = 0; ti < 3; ti++) {
       int ws[2] = {N + 1, K};
-      mlx_array w0 = test_rand_f32(ws, 2, -1, 1), w = as_type(w0, types[ti]), q[3];
-      quantize(w, 64, bits, q);
+      mlx_array w0 = test_rand_f32(ws, 2, -1, 1), w = test_as_type(w0, types[ti]), q[3];
+      test_quantize(w, 64, bits, q);
       for (int m = 2; m <= 40; m += 38) {
         int ts[2] = {K, m};
-        mlx_array xt0 = test_rand_f32(ts, 2, -1, 1), xt = as_type(xt0, types[ti]);
+        mlx_array xt0 = test_rand_f32(ts, 2, -1, 1), xt = test_as_type(xt0, types[ti]);
         mlx_array x = mlx_array_new();
         CHECK_OK(mlx_transpose(&x, xt, test_stream()));
         compare(x, q, true, 64, bits, K,
                 WHAT("transposed x bits %d dtype %d M %d", bits, (int)types[ti], m));
         /* every other column of a wider x */
         int ws2[2] = {m, 2 * K}, st[2] = {0, 0}, sp[2] = {m, 2 * K}, step[2] = {1, 2};
-        mlx_array wide0 = test_rand_f32(ws2, 2, -1, 1), wide = as_type(wide0, types[ti]);
+        mlx_array wide0 = test_rand_f32(ws2, 2, -1, 1), wide = test_as_type(wide0, types[ti]);
         mlx_array xs = mlx_array_new();
         CHECK_OK(mlx_slice(&xs, wide, st, 2, sp, 2, step, 2, test_stream()));
         compare(xs, q, true, 64, bits, K,
@@ -224,10 +204,10 @@ static void test_views(void) {
           mlx_array_free(c);
         }
         int xs2[2] = {m, K - 64}, xs3[2] = {m, K};
-        mlx_array xr0 = test_rand_f32(xs2, 2, -1, 1), xr = as_type(xr0, types[ti]);
+        mlx_array xr0 = test_rand_f32(xs2, 2, -1, 1), xr = test_as_type(xr0, types[ti]);
         compare(xr, qs, true, 64, bits, K - 64,
                 WHAT("offset weights bits %d dtype %d M %d", bits, (int)types[ti], m));
-        mlx_array xf0 = test_rand_f32(xs3, 2, -1, 1), xf = as_type(xf0, types[ti]);
+        mlx_array xf0 = test_rand_f32(xs3, 2, -1, 1), xf = test_as_type(xf0, types[ti]);
         compare(xf, qt, true, 64, bits, K,
                 WHAT("strided weights bits %d dtype %d M %d", bits, (int)types[ti], m));
         for (int i = 0; i < 3; i++) mlx_array_free(qt[i]);
@@ -253,7 +233,7 @@ static void test_views(void) {
 static void test_large(void) {
   int K = 4288, N = 1000, ws[2] = {N, K};
   mlx_array w = test_rand_f32(ws, 2, -1, 1), q[3];
-  quantize(w, 64, 4, q);
+  test_quantize(w, 64, 4, q);
   static const int ms[] = {1, 7, 300};
   for (size_t i = 0; i < 3; i++) {
     int m = ms[i], xs[2] = {m, K};
@@ -331,7 +311,7 @@ static void test_grad(void) {
   int K = 128, N = 30, ws[2] = {N, K}, xs[2] = {3, K};
   mlx_array w = test_rand_f32(ws, 2, -1, 1), x = test_rand_f32(xs, 2, -1, 1);
   struct grad_payload pl;
-  quantize(w, 64, 4, pl.q);
+  test_quantize(w, 64, 4, pl.q);
   mlx_array g[2];
   for (int side = 0; side < 2; side++) {
     pl.s = side ? test_stream() : gpu_stream;

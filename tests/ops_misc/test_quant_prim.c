@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "test.h"
+#include "quant_util.h"
 /* after test.h */
 #include "core/node.h"
 #include "ops/prim.h"
@@ -15,25 +16,6 @@ static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
 
 static const mlx_array no_array = {NULL};
-
-static void quantize(mlx_array w, int gs, int bits, mlx_array *out) {
-  mlx_vector_array q = mlx_vector_array_new();
-  mlx_optional_int g = {gs, true}, b = {bits, true};
-  CHECK_OK(mlx_quantize(&q, w, g, b, "affine", no_array, test_stream()));
-  for (int i = 0; i < 3; i++) {
-    out[i] = mlx_array_new();
-    CHECK_OK(mlx_vector_array_get(&out[i], q, (size_t)i));
-    CHECK_OK(mlx_array_eval(out[i]));
-  }
-  mlx_vector_array_free(q);
-}
-
-static mlx_array as_type(mlx_array x, mlx_dtype t) {
-  mlx_array r = mlx_array_new();
-  CHECK_OK(mlx_astype(&r, x, t, test_stream()));
-  CHECK_OK(mlx_array_eval(r));
-  return r;
-}
 
 /* got and want: same shape and dtype, values within tolerance. */
 static void check_near(mlx_array got, mlx_array want, double rtol, double atol,
@@ -95,9 +77,9 @@ static void test_eval(void) {
         for (int ti = 0; ti < 3; ti++) {
           int gs = all_gs[gi], bits = all_bits[bi], K = tr ? 2 * gs : 13, N = tr ? 11 : 2 * gs;
           int ws[2] = {tr ? N : K, tr ? K : N}, xs[2] = {3, K};
-          mlx_array w0 = test_rand_f32(ws, 2, -1, 1), w = as_type(w0, types[ti]), q[3];
-          mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = as_type(x0, types[ti]);
-          quantize(w, gs, bits, q);
+          mlx_array w0 = test_rand_f32(ws, 2, -1, 1), w = test_as_type(w0, types[ti]), q[3];
+          mlx_array x0 = test_rand_f32(xs, 2, -1, 1), x = test_as_type(x0, types[ti]);
+          test_quantize(w, gs, bits, q);
           compare(x, q, tr, gs, bits,
                   WHAT("bits %d gs %d transpose %d dtype %d", bits, gs, tr, (int)types[ti]));
           for (int i = 0; i < 3; i++) mlx_array_free(q[i]);
@@ -106,7 +88,7 @@ static void test_eval(void) {
   /* batched and broadcast, 1-d x, a transposed x */
   int ws[3] = {2, 9, 64}, xs3[3] = {2, 5, 64}, xs1[1] = {64}, xs4[4] = {3, 1, 4, 64};
   mlx_array w = test_rand_f32(ws, 3, -1, 1), q[3];
-  quantize(w, 32, 4, q);
+  test_quantize(w, 32, 4, q);
   mlx_array x3 = test_rand_f32(xs3, 3, -1, 1), x1 = test_rand_f32(xs1, 1, -1, 1);
   mlx_array x4 = test_rand_f32(xs4, 4, -1, 1), xt = mlx_array_new(), x3t = mlx_array_new();
   int perm[3] = {0, 2, 1};
@@ -126,7 +108,7 @@ static void test_eval(void) {
 static void test_rules(void) {
   int K = 64, N = 7, ws[2] = {N, K}, xs[2] = {3, K}, cs[2] = {3, N};
   mlx_array w = test_rand_f32(ws, 2, -1, 1), q[3];
-  quantize(w, 32, 4, q);
+  test_quantize(w, 32, 4, q);
   mlx_array x = test_rand_f32(xs, 2, -1, 1), cot = test_rand_f32(cs, 2, -1, 1);
   mlx_array W = mlx_array_new(), want = mlx_array_new(), Wt = mlx_array_new();
   mlx_optional_int g = {32, true}, b = {4, true};

@@ -17,6 +17,9 @@
 #include "ops/prim.h"
 #include "ops/tuple.h"
 
+_Static_assert(LC_FK_MAX_IN == LC_FUSED_GPU_MAX_IN && LC_FK_MAX_OUT == LC_FUSED_GPU_MAX_OUT,
+               "the fuser's GPU limits are the kernel argument's");
+
 static bool fuse_disabled(void) {
   const char *e = getenv("LACE_CUDA_FUSE");
   return e && strcmp(e, "0") == 0;

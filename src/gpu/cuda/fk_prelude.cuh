@@ -23,14 +23,22 @@ __device__ __forceinline__ unsigned short lc_d2h(double d) {
 __device__ __forceinline__ float lc_bf2f(unsigned short u) {
   return __int_as_float((int)((unsigned)u << 16));
 }
+// The packed conversions (bf16x2): ptxas makes the scalar one, when its
+// result is widened again, an F2F on the quarter-rate conversion pipe (the
+// MUFU's: exp, rcp), the packed one an F2FP on a faster pipe; same rounding.
 __device__ __forceinline__ unsigned short lc_f2bf(float f) {
-  unsigned short u;
-  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(u) : "f"(f));
-  return u;
+  unsigned u;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(0.f), "f"(f));
+  return (unsigned short)u;
 }
 // A float value rounded to the precision of the 16-bit float types.
 __device__ __forceinline__ float lc_rh(float f) { return lc_h2f(lc_f2h(f)); }
-__device__ __forceinline__ float lc_rbf(float f) { return lc_bf2f(lc_f2bf(f)); }
+// (bfloat16: f rounded into the high half, zeros below: the float's bits.)
+__device__ __forceinline__ float lc_rbf(float f) {
+  unsigned u;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(f), "f"(0.f));
+  return __uint_as_float(u);
+}
 
 // V elements of storage type T loaded or stored as one access.
 template <class T, int V> struct __align__(sizeof(T) * V) lc_pk { T e[V]; };
