@@ -80,9 +80,12 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
   for (int k = 0; k < nout; k++)
     nbytes[k] = lc_shape_size(ndims[k], shapes[k]) * (int64_t)lc_dtype_size(dtypes[k]);
   int64_t total = lc_tuple_layout(nout, nbytes, offs);
-  if (total > INT32_MAX) return lc_error("multi-output operation too large (%lld bytes)", (long long)total);
-  int tshape = (int)total;
-  struct lc_node *t = lc_node_new_op(op, MLX_UINT8, 1, &tshape, nin, in, params, params_size);
+  /* the tuple is total bytes: one dimension while an int32 extent holds
+   * it, else (total / 64, 64) (total is a multiple of 64) */
+  if (total / 64 > INT32_MAX) return lc_error("multi-output operation too large (%lld bytes)", (long long)total);
+  int tshape[2] = {(int)(total / 64), 64}, tnd = 2;
+  if (total <= INT32_MAX) tshape[0] = (int)total, tnd = 1;
+  struct lc_node *t = lc_node_new_op(op, MLX_UINT8, tnd, tshape, nin, in, params, params_size);
   if (!t) return 1;
   for (int k = 0; k < nout; k++) {
     struct tuple_get_params p = {offs[k], k, nout};

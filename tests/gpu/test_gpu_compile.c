@@ -393,6 +393,55 @@ static void wide_regions(void) {
   mlx_closure_free(plain);
 }
 
+/* A compiled function with two outputs of 1 GiB each: the FUSED tuple
+ * holds 2 GiB, more than an int32 extent (its shape is two-dimensional). */
+static int two_big_body(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), y = mlx_array_new(), o[2] = {mlx_array_new(), mlx_array_new()};
+  mlx_vector_array_get(&x, in, 0);
+  mlx_vector_array_get(&y, in, 1);
+  mlx_multiply(&o[0], x, y, S);
+  mlx_add(&o[1], x, y, S);
+  mlx_vector_array r = mlx_vector_array_new_data(o, 2);
+  mlx_vector_array_set(res, r);
+  mlx_vector_array_free(r);
+  mlx_array_free(x), mlx_array_free(y), mlx_array_free(o[0]), mlx_array_free(o[1]);
+  return 0;
+}
+
+static void big_tuple(void) {
+  S = gpu_stream;
+  double n = (double)(1 << 28);
+  mlx_array a = mlx_array_new(), b = mlx_array_new(), x = mlx_array_new(), y = mlx_array_new(),
+            k = mlx_array_new_float(1.0f / (1 << 20));
+  CHECK_OK(mlx_arange(&a, 0, n, 1, MLX_FLOAT32, gpu_stream));
+  CHECK_OK(mlx_multiply(&x, a, k, gpu_stream));
+  CHECK_OK(mlx_arange(&b, n, 0, -1, MLX_FLOAT32, gpu_stream));
+  CHECK_OK(mlx_multiply(&y, b, k, gpu_stream));
+  mlx_array xy[2] = {x, y};
+  mlx_vector_array in = mlx_vector_array_new_data(xy, 2);
+  mlx_closure plain = mlx_closure_new_func(two_big_body), cf = mlx_closure_new();
+  mlx_device gdev = mlx_device_new_type(MLX_GPU, 0), cdev = mlx_device_new_type(MLX_CPU, 0);
+  CHECK_OK(mlx_set_default_device(gdev));
+  CHECK_OK(mlx_compile(&cf, plain, false));
+  mlx_vector_array want = run(plain, in), got = run(cf, in);
+  for (size_t i = 0; i < 2; i++) {
+    mlx_array g = mlx_array_new(), w = mlx_array_new(), eq = mlx_array_new();
+    mlx_vector_array_get(&g, got, i);
+    mlx_vector_array_get(&w, want, i);
+    CHECK_OK(mlx_array_equal(&eq, g, w, false, gpu_stream));
+    bool same = false;
+    CHECK_OK(mlx_array_eval(eq));
+    CHECK_OK(mlx_array_item_bool(&same, eq));
+    CHECK_MSG(same, "two 1 GiB outputs: output %zu differs from the uncompiled one", i);
+    mlx_array_free(g), mlx_array_free(w), mlx_array_free(eq);
+  }
+  CHECK_OK(mlx_set_default_device(cdev));
+  mlx_device_free(gdev), mlx_device_free(cdev);
+  mlx_vector_array_free(in), mlx_vector_array_free(want), mlx_vector_array_free(got);
+  mlx_closure_free(plain), mlx_closure_free(cf);
+  mlx_array_free(a), mlx_array_free(b), mlx_array_free(x), mlx_array_free(y), mlx_array_free(k);
+}
+
 static mlx_vector_array run(mlx_closure f, mlx_vector_array in) {
   mlx_vector_array out = mlx_vector_array_new();
   CHECK_OK(mlx_closure_apply(&out, f, in));
@@ -461,6 +510,7 @@ int main(void) {
     mlx_vector_array_free(in);
   }
   if (ngpu > 0) wide_regions();
+  if (ngpu > 0) big_tuple();
   mlx_closure_free(plain);
   test_remove_dir(dir);
   return test_done();
