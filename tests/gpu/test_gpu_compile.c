@@ -243,16 +243,22 @@ static int collect_fused(struct lc_node *n, struct lc_node **found, int nfound, 
 
 static struct lc_node *node_of(mlx_array a) { return (struct lc_node *)a.ctx; }
 
-/* Part 1: the case's regions build under every plan. */
-static void build_regions(const struct gcase *c, mlx_vector_array outs) {
-  struct lc_node *found[32];
+/* The distinct FUSED nodes of the graphs of outs (at most cap). */
+static int collect_fused_outs(mlx_vector_array outs, struct lc_node **found, int cap) {
   int nf = 0;
   for (size_t k = 0; k < mlx_vector_array_size(outs); k++) {
     mlx_array o = mlx_array_new();
     mlx_vector_array_get(&o, outs, k);
-    nf = collect_fused(node_of(o), found, nf, 32);
+    nf = collect_fused(node_of(o), found, nf, cap);
     mlx_array_free(o);
   }
+  return nf;
+}
+
+/* Part 1: the case's regions build under every plan. */
+static void build_regions(const struct gcase *c, mlx_vector_array outs) {
+  struct lc_node *found[32];
+  int nf = collect_fused_outs(outs, found, 32);
   CHECK_MSG(nf >= 1, "%s: the compiled graph has no fused region", c->name);
   int rows = 0;
   for (int r = 0; r < nf; r++) {
@@ -363,13 +369,7 @@ static void wide_regions(void) {
     mlx_vector_array got = mlx_vector_array_new();
     CHECK_OK(mlx_closure_apply(&got, gf, in));
     struct lc_node *found[64];
-    int nf = 0;
-    for (size_t k = 0; k < mlx_vector_array_size(got); k++) {
-      mlx_array o = mlx_array_new();
-      mlx_vector_array_get(&o, got, k);
-      nf = collect_fused(node_of(o), found, nf, 64);
-      mlx_array_free(o);
-    }
+    int nf = collect_fused_outs(got, found, 64);
     for (int r = 0; r < nf; r++) {
       const struct lc_fused_hdr *h = found[r]->params;
       CHECK_MSG(h->nin <= LC_FUSED_GPU_MAX_IN && h->nout <= LC_FUSED_GPU_MAX_OUT,
