@@ -366,8 +366,7 @@ static void wide_regions(void) {
     CHECK_OK(mlx_set_default_device(gdev));
     mlx_closure gf = mlx_closure_new();
     CHECK_OK(mlx_compile(&gf, plain, false));
-    mlx_vector_array got = mlx_vector_array_new();
-    CHECK_OK(mlx_closure_apply(&got, gf, in));
+    mlx_vector_array got = run(gf, in);
     struct lc_node *found[64];
     int nf = collect_fused_outs(got, found, 64);
     for (int r = 0; r < nf; r++) {

@@ -23,9 +23,9 @@ __device__ __forceinline__ unsigned short lc_d2h(double d) {
 __device__ __forceinline__ float lc_bf2f(unsigned short u) {
   return __int_as_float((int)((unsigned)u << 16));
 }
-// The packed conversions (bf16x2): ptxas makes the scalar one, when its
-// result is widened again, an F2F on the quarter-rate conversion pipe (the
-// MUFU's: exp, rcp), the packed one an F2FP on a faster pipe; same rounding.
+// The packed conversions (bf16x2), same rounding: ptxas makes the scalar
+// one, when its result is widened again, an F2F and a shift; the packed one
+// (f in the high half) a single F2FP that is the float's bits already.
 __device__ __forceinline__ unsigned short lc_f2bf(float f) {
   unsigned u;
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(0.f), "f"(f));
