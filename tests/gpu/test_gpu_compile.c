@@ -441,6 +441,85 @@ static void big_tuple(void) {
   mlx_array_free(a), mlx_array_free(b), mlx_array_free(x), mlx_array_free(y), mlx_array_free(k);
 }
 
+/* bfloat16 +, -, * in fused kernels (the GPU's bfloat16 instructions)
+ * against the unfused kernels (float, then rounded): the same bits, NaNs
+ * aside (any NaN matches any NaN), over every bit pattern for sums and
+ * differences (subnormals, infinities, NaNs) and for products whose exact
+ * value is in float's normal range or beyond. */
+static int bf16_body(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), y = mlx_array_new(), u = mlx_array_new(), v = mlx_array_new();
+  mlx_array o[4] = {mlx_array_new(), mlx_array_new(), mlx_array_new(), mlx_array_new()};
+  mlx_vector_array_get(&x, in, 0), mlx_vector_array_get(&y, in, 1);
+  mlx_vector_array_get(&u, in, 2), mlx_vector_array_get(&v, in, 3);
+  mlx_add(&o[0], x, y, S);
+  mlx_subtract(&o[1], x, y, S);
+  mlx_multiply(&o[2], u, v, S);
+  mlx_add(&o[3], o[2], y, S);
+  mlx_vector_array r = mlx_vector_array_new_data(o, 4);
+  mlx_vector_array_set(res, r);
+  mlx_vector_array_free(r);
+  mlx_array_free(x), mlx_array_free(y), mlx_array_free(u), mlx_array_free(v);
+  for (int k = 0; k < 4; k++) mlx_array_free(o[k]);
+  return 0;
+}
+
+/* n bfloat16 values of random bits; with exponent fields in [lo, hi]. */
+static mlx_array bf16_bits(int n, int lo, int hi) {
+  uint16_t *b = malloc(sizeof(uint16_t) * (size_t)n);
+  for (int i = 0; i < n; i++) {
+    uint16_t r = (uint16_t)test_rand_u64();
+    int e = lo + (int)(test_rand_u64() % (uint64_t)(hi - lo + 1));
+    b[i] = (uint16_t)((r & 0x807f) | (e << 7));
+  }
+  if (n > 8) b[0] = 0x7f80, b[1] = 0xff80, b[2] = 0x7fc0, b[3] = 0x8000, b[4] = 0x0001; /* inf, -inf, NaN, -0, subnormal */
+  mlx_array u = mlx_array_new_data(b, &n, 1, MLX_UINT16), r = mlx_array_new();
+  CHECK_OK(mlx_view(&r, u, MLX_BFLOAT16, test_stream()));
+  CHECK_OK(mlx_array_eval(r));
+  mlx_array_free(u);
+  free(b);
+  return r;
+}
+
+static void bf16_native(void) {
+  S = gpu_stream;
+  int n = 1 << 20;
+  mlx_array a[4] = {bf16_bits(n, 0, 255), bf16_bits(n, 0, 255), bf16_bits(n, 64, 190),
+                    bf16_bits(n, 64, 190)};
+  mlx_vector_array in = mlx_vector_array_new_data(a, 4);
+  mlx_closure plain = mlx_closure_new_func(bf16_body), cf = mlx_closure_new();
+  mlx_device gdev = mlx_device_new_type(MLX_GPU, 0), cdev = mlx_device_new_type(MLX_CPU, 0);
+  CHECK_OK(mlx_set_default_device(gdev));
+  CHECK_OK(mlx_compile(&cf, plain, false));
+  mlx_vector_array want = run(plain, in), got = run(cf, in);
+  const char *what[] = {"x + y", "x - y", "u * v", "u * v + y"};
+  for (size_t i = 0; i < 4; i++) {
+    mlx_array g = mlx_array_new(), w = mlx_array_new(), gb = mlx_array_new(), wb = mlx_array_new(),
+              same = mlx_array_new(), gn = mlx_array_new(), wn = mlx_array_new(),
+              nan2 = mlx_array_new(), ok = mlx_array_new(), all = mlx_array_new();
+    mlx_vector_array_get(&g, got, i);
+    mlx_vector_array_get(&w, want, i);
+    CHECK_OK(mlx_view(&gb, g, MLX_UINT16, gpu_stream));
+    CHECK_OK(mlx_view(&wb, w, MLX_UINT16, gpu_stream));
+    CHECK_OK(mlx_equal(&same, gb, wb, gpu_stream));
+    CHECK_OK(mlx_isnan(&gn, g, gpu_stream));
+    CHECK_OK(mlx_isnan(&wn, w, gpu_stream));
+    CHECK_OK(mlx_logical_and(&nan2, gn, wn, gpu_stream));
+    CHECK_OK(mlx_logical_or(&ok, same, nan2, gpu_stream));
+    CHECK_OK(mlx_all(&all, ok, false, gpu_stream));
+    bool b = false;
+    CHECK_OK(mlx_array_eval(all));
+    CHECK_OK(mlx_array_item_bool(&b, all));
+    CHECK_MSG(b, "bfloat16 %s: fused and unfused GPU results differ in some bits", what[i]);
+    mlx_array tmp[] = {g, w, gb, wb, same, gn, wn, nan2, ok, all};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+  }
+  CHECK_OK(mlx_set_default_device(cdev));
+  mlx_device_free(gdev), mlx_device_free(cdev);
+  mlx_vector_array_free(in), mlx_vector_array_free(want), mlx_vector_array_free(got);
+  mlx_closure_free(plain), mlx_closure_free(cf);
+  for (int k = 0; k < 4; k++) mlx_array_free(a[k]);
+}
+
 static mlx_vector_array run(mlx_closure f, mlx_vector_array in) {
   mlx_vector_array out = mlx_vector_array_new();
   CHECK_OK(mlx_closure_apply(&out, f, in));
@@ -510,6 +589,7 @@ int main(void) {
   }
   if (ngpu > 0) wide_regions();
   if (ngpu > 0) big_tuple();
+  if (ngpu > 0) bf16_native();
   mlx_closure_free(plain);
   test_remove_dir(dir);
   return test_done();

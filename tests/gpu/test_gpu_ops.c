@@ -59,6 +59,16 @@ static void test_unary(void) {
       if (float_types[t] == MLX_FLOAT64) rtol = 1e-12;
       same_unary(ops[i].name, ops[i].f, x, rtol, rtol * 1e-2);
       mlx_array_free(x);
+      /* strided views whose inner extent packs: a transpose (inner stride
+       * 48), every other row of a slice (aligned, inner stride 1) */
+      int tsh[] = {64, 48}, sst[] = {0, 0}, sstop[] = {64, 48}, sstr[] = {2, 1};
+      mlx_array y = gpu_rand(tsh, 2, float_types[t], ops[i].lo, ops[i].hi);
+      mlx_array yt = mlx_array_new(), ys = mlx_array_new();
+      CHECK_OK(mlx_transpose(&yt, y, test_stream()));
+      CHECK_OK(mlx_slice(&ys, y, sst, 2, sstop, 2, sstr, 2, test_stream()));
+      same_unary(ops[i].name, ops[i].f, yt, rtol, rtol * 1e-2);
+      same_unary(ops[i].name, ops[i].f, ys, rtol, rtol * 1e-2);
+      mlx_array_free(y), mlx_array_free(yt), mlx_array_free(ys);
     }
   /* integer unary ops */
   mlx_dtype ints[] = {MLX_INT32, MLX_INT8, MLX_UINT16, MLX_INT64};
@@ -93,8 +103,11 @@ static void test_binary(void) {
   };
   mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
                        MLX_INT32,   MLX_INT64,   MLX_UINT8,    MLX_INT8};
-  int shape[] = {5, 64, 33};
+  /* inner extents 33 (element kernels) and 64 (packs of up to 16) */
+  int shapes[2][3] = {{5, 64, 33}, {5, 24, 64}};
+  for (int si = 0; si < 2; si++)
   for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+    int *shape = shapes[si];
     bool is_float = t < 4;
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
       if (is_float ? !ops[i].floats : !ops[i].ints) continue;
@@ -118,9 +131,15 @@ static void test_binary(void) {
       mlx_array_free(yt);
       yt = mlx_array_new();
       CHECK_OK(mlx_transpose_axes(&yt, ytt, ax, 3, test_stream())); /* y's values, strided */
-      int start[] = {2, 0, 0}, stop[] = {3, 64, 33}, str[] = {1, 1, 1};
+      int start[] = {2, 0, 0}, stop[] = {3, shape[1], shape[2]}, str[] = {1, 1, 1};
       CHECK_OK(mlx_slice(&row, x, start, 3, stop, 3, str, 3, test_stream()));
       same_binary(ops[i].name, ops[i].f, row, yt, rtol, rtol);
+      /* a column broadcast along the inner axis (x - max(x, -1) and the like) */
+      mlx_array col = mlx_array_new();
+      CHECK_OK(mlx_max_axis(&col, y, -1, true, test_stream()));
+      same_binary(ops[i].name, ops[i].f, x, col, rtol, rtol);
+      same_binary(ops[i].name, ops[i].f, col, yt, rtol, rtol);
+      mlx_array_free(col);
       mlx_array_free(yt);
       mlx_array_free(ytt);
       mlx_array_free(row);
@@ -129,6 +148,7 @@ static void test_binary(void) {
     }
   }
   /* logical ops on bool */
+  int *shape = shapes[0];
   mlx_array x = gpu_rand(shape, 3, MLX_BOOL, 0, 1), y = gpu_rand(shape, 3, MLX_BOOL, -1, 1);
   same_binary("logical_and", mlx_logical_and, x, y, 0, 0);
   same_binary("logical_or", mlx_logical_or, x, y, 0, 0);
@@ -140,6 +160,27 @@ static void test_binary(void) {
   CHECK_SAME(g, c, 0, 0, "where");
   mlx_array_free(g);
   mlx_array_free(c);
+  for (int si = 0; si < 2; si++) { /* a broadcast condition; a column; a strided view */
+    int *sh = shapes[si], csh[] = {1, sh[1], sh[2]}, ksh[] = {sh[0], sh[1], 1}, ax[] = {0, 2, 1};
+    mlx_array cond = gpu_rand(csh, 3, MLX_BOOL, -1, 1), p = gpu_rand(sh, 3, MLX_BFLOAT16, -1, 1),
+              q = gpu_rand(ksh, 3, MLX_BFLOAT16, -1, 1), pt = mlx_array_new(), pc = mlx_array_new(),
+              ptt = mlx_array_new();
+    CHECK_OK(mlx_transpose_axes(&pt, p, ax, 3, test_stream()));
+    CHECK_OK(mlx_contiguous(&pc, pt, false, test_stream()));
+    CHECK_OK(mlx_transpose_axes(&ptt, pc, ax, 3, test_stream()));
+    mlx_array wg = mlx_array_new(), wc = mlx_array_new();
+    CHECK_OK(mlx_where(&wg, cond, p, q, gpu_stream));
+    CHECK_OK(mlx_where(&wc, cond, p, q, test_stream()));
+    CHECK_SAME(wg, wc, 0, 0, "where, broadcast");
+    mlx_array_free(wg), mlx_array_free(wc);
+    wg = mlx_array_new(), wc = mlx_array_new();
+    CHECK_OK(mlx_where(&wg, cond, q, ptt, gpu_stream));
+    CHECK_OK(mlx_where(&wc, cond, q, ptt, test_stream()));
+    CHECK_SAME(wg, wc, 0, 0, "where, strided");
+    mlx_array_free(wg), mlx_array_free(wc);
+    mlx_array_free(cond), mlx_array_free(p), mlx_array_free(q), mlx_array_free(pt);
+    mlx_array_free(pc), mlx_array_free(ptt);
+  }
   mlx_array_free(a);
   mlx_array_free(b);
   mlx_array_free(x);
@@ -192,16 +233,22 @@ static void test_reduce(void) {
   } ops[] = {{"sum", mlx_sum_axes},   {"mean", mlx_mean_axes}, {"max", mlx_max_axes},
              {"min", mlx_min_axes},   {"prod", mlx_prod_axes}, {"logsumexp", mlx_logsumexp_axes},
              {"all", mlx_all_axes},   {"any", mlx_any_axes}};
-  int shape[] = {6, 50, 70};
+  /* rows of 70 (element loads), 64 (a few 16-byte packs), 4096 (four packs
+   * in flight per thread for float32, two for 16-bit) and 8200 (a partial
+   * last group); the last three only over the trailing axes */
+  int shapes[4][3] = {{6, 50, 70}, {6, 50, 64}, {3, 5, 4096}, {2, 3, 8200}};
   int axes_sets[][3] = {{2}, {1}, {0}, {0, 2}, {1, 2}, {0, 1, 2}};
   size_t naxes[] = {1, 1, 1, 2, 2, 3};
   mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_INT32};
+  for (int si = 0; si < 4; si++)
   for (size_t t = 0; t < 4; t++) {
-    bool prod_safe = true;
+    int *shape = shapes[si];
+    bool prod_safe = si == 0;
     mlx_array x = gpu_rand(shape, 3, types[t], t == 3 ? -5 : 0.5, t == 3 ? 5 : 1.5);
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
       for (size_t s = 0; s < 6; s++)
         for (int keep = 0; keep < 2; keep++) {
+          if (si > 0 && s != 0 && s != 4) continue;
           if (!strcmp(ops[i].name, "prod") && (t == 3 || naxes[s] > 1 || !prod_safe)) continue;
           mlx_array g = mlx_array_new(), c = mlx_array_new();
           CHECK_OK(ops[i].f(&g, x, axes_sets[s], naxes[s], keep, gpu_stream));

@@ -1,5 +1,7 @@
 /* eval_cuda of MATMUL through cuBLAS (one strided-batched GEMM): float32
- * (no TF32), float16 and bfloat16 (float accumulation), float64. Handles
+ * (TF32 tensor cores only when asked: MLX_ENABLE_TF32 set to a non-zero
+ * integer when the first product runs; full float32 otherwise), float16
+ * and bfloat16 (float accumulation), float64. Handles
  * operands whose matrices are row- or column-major with one stride per
  * batch (or none: broadcast); gather/segmented products and other layouts
  * run on the CPU for now.
@@ -156,13 +158,25 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   return rc == LC_CU_UNSUPPORTED ? rc : lc_cuda_result(rc, "matmul (gemv)");
 }
 
+/* Whether float32 products may use TF32 (MLX_ENABLE_TF32, read once: a
+ * captured CUDA graph keeps the compute type it was captured with). */
+static pthread_once_t tf32_once = PTHREAD_ONCE_INIT;
+static bool tf32_on; /* written once, under tf32_once */
+static void read_tf32(void) {
+  const char *e = getenv("MLX_ENABLE_TF32");
+  tf32_on = e && atoi(e) != 0;
+}
+
 int lc_cuda_eval_matmul(struct lc_node *n) {
   const struct lc_matmul_params *p = n->params;
   const struct lc_node *a = n->in[0], *b = n->in[1];
   cudaDataType_t dt;
   cublasComputeType_t ct;
   switch (n->dtype) {
-    case MLX_FLOAT32: dt = CUDA_R_32F, ct = CUBLAS_COMPUTE_32F; break;
+    case MLX_FLOAT32:
+      pthread_once(&tf32_once, read_tf32);
+      dt = CUDA_R_32F, ct = tf32_on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+      break;
     case MLX_FLOAT16: dt = CUDA_R_16F, ct = CUBLAS_COMPUTE_32F; break;
     case MLX_BFLOAT16: dt = CUDA_R_16BF, ct = CUBLAS_COMPUTE_32F; break;
     case MLX_FLOAT64: dt = CUDA_R_64F, ct = CUBLAS_COMPUTE_64F; break;

@@ -110,6 +110,145 @@ __global__ void binary_vec_kernel(lc_cu_ew a, Op op) {
   }
 }
 
+// Strided operands by packs (ndim >= 1, the innermost collapsed extent a
+// multiple of V): one offset computation per pack of V consecutive output
+// elements, in 32-bit arithmetic (I) when every index and offset fits.
+// Within a pack input k steps by its inner stride: 1 and aligned (vk[k]:
+// every outer stride a multiple of V, the base 16-byte aligned) is one
+// 16-byte load, 0 one element, anything else V loads.
+template <class I> struct StridedPacks {
+  int nd;
+  I inner_packs; // shape[nd - 1] / V
+  I shape[LC_CU_MAX_DIMS];
+  I st[LC_CU_MAX_IN][LC_CU_MAX_DIMS];
+  bool vk[LC_CU_MAX_IN];
+};
+
+template <class I, int NIN>
+__device__ __forceinline__ void pack_offsets(const StridedPacks<I> &g, I q, int V, I *off) {
+  I j = q % g.inner_packs, r = q / g.inner_packs;
+#pragma unroll
+  for (int k = 0; k < NIN; k++) off[k] = j * (I)V * g.st[k][g.nd - 1];
+  for (int d = g.nd - 2; d >= 0; d--) {
+    I t = r / g.shape[d], x = r - t * g.shape[d];
+#pragma unroll
+    for (int k = 0; k < NIN; k++) off[k] += x * g.st[k][d];
+    r = t;
+  }
+}
+
+template <class T, int V, class I>
+__device__ __forceinline__ Pk<T, V> load_strided(const T *p, I off, I inner, bool vk) {
+  if (vk) return *(const Pk<T, V> *)(p + off);
+  Pk<T, V> r;
+  if (inner == 0) {
+    T v = p[off];
+#pragma unroll
+    for (int e = 0; e < V; e++) r.e[e] = v;
+  } else {
+#pragma unroll
+    for (int e = 0; e < V; e++) r.e[e] = p[off + (I)e * inner];
+  }
+  return r;
+}
+
+template <class TO, class TI, class Op, int V, class I>
+__global__ void unary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op op) {
+  const TI *x = (const TI *)a.in[0];
+  for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
+    I off[1];
+    pack_offsets<I, 1>(g, q, V, off);
+    const Pk<TI, V> px = load_strided<TI, V, I>(x, off[0], g.st[0][g.nd - 1], g.vk[0]);
+    Pk<TO, V> po;
+#pragma unroll
+    for (int v = 0; v < V; v++) po.e[v] = lc_to<TO>::f(op(lc_ld(px.e[v])));
+    ((Pk<TO, V> *)a.out)[q] = po;
+  }
+}
+
+template <class TO, class TI, class Op, int V, class I>
+__global__ void binary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op op) {
+  const TI *x = (const TI *)a.in[0], *y = (const TI *)a.in[1];
+  for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
+    I off[2];
+    pack_offsets<I, 2>(g, q, V, off);
+    const Pk<TI, V> px = load_strided<TI, V, I>(x, off[0], g.st[0][g.nd - 1], g.vk[0]),
+                    py = load_strided<TI, V, I>(y, off[1], g.st[1][g.nd - 1], g.vk[1]);
+    Pk<TO, V> po;
+#pragma unroll
+    for (int v = 0; v < V; v++) po.e[v] = lc_to<TO>::f(op(lc_ld(px.e[v]), lc_ld(py.e[v])));
+    ((Pk<TO, V> *)a.out)[q] = po;
+  }
+}
+
+template <class T, int V, class I>
+__global__ void select_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs) {
+  const bool *c = (const bool *)a.in[0];
+  const T *x = (const T *)a.in[1], *y = (const T *)a.in[2];
+  for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
+    I off[3];
+    pack_offsets<I, 3>(g, q, V, off);
+    const Pk<bool, V> pc = load_strided<bool, V, I>(c, off[0], g.st[0][g.nd - 1], false);
+    const Pk<T, V> px = load_strided<T, V, I>(x, off[1], g.st[1][g.nd - 1], g.vk[1]),
+                   py = load_strided<T, V, I>(y, off[2], g.st[2][g.nd - 1], g.vk[2]);
+    Pk<T, V> po;
+#pragma unroll
+    for (int v = 0; v < V; v++) po.e[v] = pc.e[v] ? px.e[v] : py.e[v];
+    ((Pk<T, V> *)a.out)[q] = po;
+  }
+}
+
+// Fills g for packs of V (in I) when they apply: ndim >= 1, the inner
+// extent a multiple of V, the output aligned, and (32-bit I) every index
+// and offset below 2^31. isz[k]: input k's element size.
+template <class I, int V>
+bool strided_packs_ok(const lc_cu_ew &a, const int *isz, size_t osz, StridedPacks<I> *g, I *packs) {
+  if (a.ndim < 1 || a.shape[a.ndim - 1] % V || ((uintptr_t)a.out % (osz * V))) return false;
+  const int64_t lim = sizeof(I) == 4 ? INT32_MAX : INT64_MAX;
+  if (a.n > lim) return false;
+  g->nd = a.ndim;
+  g->inner_packs = (I)(a.shape[a.ndim - 1] / V);
+  for (int d = 0; d < a.ndim; d++) g->shape[d] = (I)a.shape[d];
+  for (int k = 0; k < a.nin; k++) {
+    int64_t reach = 0;
+    bool vk = a.strides[k][a.ndim - 1] == 1 && ((uintptr_t)a.in[k] % ((size_t)isz[k] * V)) == 0;
+    for (int d = 0; d < a.ndim; d++) {
+      int64_t s = a.strides[k][d];
+      reach += (s < 0 ? -s : s) * (a.shape[d] - 1);
+      g->st[k][d] = (I)s;
+      if (d < a.ndim - 1) vk &= s % V == 0;
+    }
+    if (reach > lim / 2) return false;
+    g->vk[k] = vk;
+  }
+  *packs = (I)(a.n / V);
+  return true;
+}
+
+template <class I> unsigned pack_blocks(I packs) {
+  int64_t b = ((int64_t)packs + 255) / 256;
+  return (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
+}
+
+// Calls launch(g, packs) with strided packs of V in 32-bit indices if
+// they fit, else in 64-bit ones; false when packs do not apply.
+template <int V, class F>
+bool launch_strided(const lc_cu_ew &a, const int *isz, size_t osz, F &&launch) {
+  StridedPacks<int> g32;
+  int p32;
+  if (strided_packs_ok<int, V>(a, isz, osz, &g32, &p32)) {
+    launch(g32, p32);
+    return true;
+  }
+  StridedPacks<int64_t> g64;
+  int64_t p64;
+  if (strided_packs_ok<int64_t, V>(a, isz, osz, &g64, &p64)) {
+    launch(g64, p64);
+    return true;
+  }
+  return false;
+}
+
 // Whether the flat kernels apply (V elements per pack of the widest type):
 // flat operands, aligned pointers, enough elements; *blocks for them.
 template <class TO, class TI, int V>
@@ -140,6 +279,12 @@ int launch_unary(const lc_cu_ew &a, Op op, cudaStream_t s) {
     unary_vec_kernel<TO, TI, Op, V><<<b, 256, 0, s>>>(a, op);
     return 0;
   }
+  const int isz[1] = {(int)sizeof(TI)};
+  if (launch_strided<V>(a, isz, sizeof(TO), [&](auto g, auto packs) {
+        using I = decltype(packs);
+        unary_strided_kernel<TO, TI, Op, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs, op);
+      }))
+    return 0;
   grid_of(a.n, &b, &t);
   unary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
   return 0;
@@ -152,6 +297,12 @@ int launch_binary(const lc_cu_ew &a, Op op, cudaStream_t s) {
     binary_vec_kernel<TO, TI, Op, V><<<b, 256, 0, s>>>(a, op);
     return 0;
   }
+  const int isz[2] = {(int)sizeof(TI), (int)sizeof(TI)};
+  if (launch_strided<V>(a, isz, sizeof(TO), [&](auto g, auto packs) {
+        using I = decltype(packs);
+        binary_strided_kernel<TO, TI, Op, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs, op);
+      }))
+    return 0;
   grid_of(a.n, &b, &t);
   binary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
   return 0;
@@ -226,10 +377,17 @@ int select(const lc_cu_ew &a, cudaStream_t s) {
   int rc = LC_CU_UNSUPPORTED;
   lc_dispatch_real(a.in_dt, [&](auto *p) {
     using T = std::remove_pointer_t<decltype(p)>;
+    constexpr int V = 16 / sizeof(T);
+    const int isz[3] = {1, (int)sizeof(T), (int)sizeof(T)};
+    rc = 0;
+    if (launch_strided<V>(a, isz, sizeof(T), [&](auto g, auto packs) {
+          using I = decltype(packs);
+          select_strided_kernel<T, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs);
+        }))
+      return;
     unsigned b, t;
     grid_of(a.n, &b, &t);
     select_kernel<T><<<b, t, 0, s>>>(a);
-    rc = 0;
   });
   return rc;
 }

@@ -39,6 +39,29 @@ __device__ __forceinline__ float lc_rbf(float f) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(f), "f"(0.f));
   return __uint_as_float(u);
 }
+// bfloat16 sums, differences and products of bfloat16 values (floats whose
+// bits below the top 16 are zero) by the GPU's bfloat16 arithmetic (sm_90):
+// one correctly rounded operation instead of a float one and a conversion.
+// The same values: the float result rounded again is correctly rounded too
+// (24 bits >= 2 * 8 + 2), except for products below float's normal range.
+#if __CUDA_ARCH__ >= 900
+#define LC_BF_OP(name, op)                                                            \
+  __device__ __forceinline__ float name(float a, float b) {                          \
+    unsigned r;                                                                       \
+    asm("{ .reg .b16 al, ah, bl, bh, s, z; mov.b32 {al, ah}, %1; mov.b32 {bl, bh}, %2; " \
+        op " s, ah, bh; mov.b16 z, 0; mov.b32 %0, {z, s}; }"                          \
+        : "=r"(r) : "r"(__float_as_uint(a)), "r"(__float_as_uint(b)));              \
+    return __uint_as_float(r);                                                        \
+  }
+LC_BF_OP(lc_bf_add, "add.rn.bf16")
+LC_BF_OP(lc_bf_sub, "sub.rn.bf16")
+LC_BF_OP(lc_bf_mul, "mul.rn.bf16")
+#undef LC_BF_OP
+#else
+__device__ __forceinline__ float lc_bf_add(float a, float b) { return lc_rbf(a + b); }
+__device__ __forceinline__ float lc_bf_sub(float a, float b) { return lc_rbf(a - b); }
+__device__ __forceinline__ float lc_bf_mul(float a, float b) { return lc_rbf(a * b); }
+#endif
 
 // V elements of storage type T loaded or stored as one access.
 template <class T, int V> struct __align__(sizeof(T) * V) lc_pk { T e[V]; };

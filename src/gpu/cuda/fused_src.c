@@ -216,9 +216,38 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   return true;
 }
 
+/* Whether bfloat16 +, -, * use the GPU's bfloat16 arithmetic (lc_bf_add
+ * and co. in fk_prelude.cuh): LACE_CUDA_BF16_NATIVE=0 turns it off. */
+static bool bf16_native(void) {
+  const char *e = getenv("LACE_CUDA_BF16_NATIVE");
+  return !e || atoi(e) != 0;
+}
+
+/* The prelude's bfloat16 function for instruction x, or NULL. */
+static const char *bf16_fn(const struct lc_fused_hdr *h, const struct lc_fused_ins *x) {
+  if (x->dtype != MLX_BFLOAT16 || x->in_dt != MLX_BFLOAT16 || x->nin != 2 || x->params_size ||
+      arg_dtype(h, x->arg[0]) != MLX_BFLOAT16 || arg_dtype(h, x->arg[1]) != MLX_BFLOAT16 ||
+      !bf16_native())
+    return NULL;
+  switch (x->op) {
+  case LC_OP_ADD: return "lc_bf_add";
+  case LC_OP_SUBTRACT: return "lc_bf_sub";
+  case LC_OP_MULTIPLY: return "lc_bf_mul";
+  default: return NULL;
+  }
+}
+
 /* Emits "const T vM = <value>;" for instruction m. */
 static bool emit_ins(struct lc_strbuf *s, const struct lc_fused_hdr *h, int m, const char *indent) {
   const struct lc_fused_ins *x = &lc_fused_instrs(h)[m];
+  const char *bf = bf16_fn(h, x);
+  if (bf) {
+    char a[2][16];
+    operand(a[0], sizeof a[0], x->arg[0]);
+    operand(a[1], sizeof a[1], x->arg[1]);
+    lc_strbuf_put(s, "%sconst float v%d = %s(%s, %s);\n", indent, m, bf, a[0], a[1]);
+    return true;
+  }
   struct lc_strbuf e = {0};
   bool ok = ins_expr(&e, h, x);
   if (ok && !e.oom) {

@@ -77,20 +77,18 @@ __device__ __forceinline__ void row_each(const T *x, int64_t len, bool vec, F &&
     using P = Pack<T, V>;
     const P *xp = (const P *)x;
     const int64_t np = len / V;
-    int64_t i = threadIdx.x;
-    for (; i + 3 * kThreads < np; i += 4 * kThreads) {
+    // four packs in flight, the last group's missing ones predicated off
+    // (rows of a few packs per thread load them together too)
+    for (int64_t i = threadIdx.x; i < np; i += 4 * kThreads) {
       P q[4];
 #pragma unroll
-      for (int u = 0; u < 4; u++) q[u] = xp[i + u * kThreads];
+      for (int u = 0; u < 4; u++)
+        if (i + u * kThreads < np) q[u] = xp[i + u * kThreads];
 #pragma unroll
       for (int u = 0; u < 4; u++)
+        if (i + u * kThreads < np)
 #pragma unroll
-        for (int e = 0; e < V; e++) f((A)lc_ld(q[u].e[e]));
-    }
-    for (; i < np; i += kThreads) {
-      P q = xp[i];
-#pragma unroll
-      for (int e = 0; e < V; e++) f((A)lc_ld(q.e[e]));
+          for (int e = 0; e < V; e++) f((A)lc_ld(q[u].e[e]));
     }
   } else {
     for (int64_t i = threadIdx.x; i < len; i += kThreads) f((A)lc_ld(x[i]));
