@@ -47,6 +47,7 @@ static int run_case(void *arg) {
       break;
     case 5: rc = mlx_matmul(&r, c->x, c->y, gs); break;
     case 6: rc = mlx_softmax_axis(&r, c->x, last, false, gs); break;
+    case 7: rc = mlx_sum(&r, c->x, false, gs); break;
   }
   if (!rc) rc = mlx_array_eval(r);
   mlx_array_free(r);
@@ -202,9 +203,11 @@ int main(void) {
   const mlx_dtype dts[] = {MLX_FLOAT32, MLX_BFLOAT16};
   const char *dtn[] = {"float32", "bfloat16"};
   const int sizes[] = {1 << 24, 1 << 28};
-  /* LACE_BENCH_GPU_ONLY=compiled: the compiled cases alone */
+  /* LACE_BENCH_GPU_ONLY=compiled: the compiled cases alone; =basic: the
+   * uncompiled elementwise, reduction and softmax cases alone */
   const char *only = getenv("LACE_BENCH_GPU_ONLY");
   bool compiled_only = only && strcmp(only, "compiled") == 0;
+  bool basic_only = only && strcmp(only, "basic") == 0;
   for (int d = 0; d < 2 && !compiled_only; d++)
     for (int s = 0; s < 2; s++) {
       int n = sizes[s], rows = n / 4096, shape1[] = {n}, shape2[] = {rows, 4096};
@@ -224,6 +227,8 @@ int main(void) {
       c.y = mlx_array_new();
       c.kind = 3;
       report("row_sum", dtn[d], n, isz, 0, bench_time(run_case, &c));
+      c.kind = 7;
+      report("sum_all", dtn[d], n, isz, 0, bench_time(run_case, &c));
       c.kind = 4;
       report("softmax_uncompiled", dtn[d], n, 2 * isz, 0, bench_time(run_case, &c));
       c.kind = 6;
@@ -244,7 +249,7 @@ int main(void) {
             {"two_out_compiled", c_two_out, 2, 2, 2, 0},       {"layer_norm_compiled", c_layer_norm, 4, 1, 1, 0},
             {"softmax_compiled", c_softmax, 1, 1, 1, 0}, {"rms_norm_compiled", c_rms_norm, 3, 1, 1, 0},
             {"logsumexp_compiled", c_logsumexp, 1, 1, 0, 1}};
-  for (int d = 0; d < 2; d++)
+  for (int d = 0; d < 2 && !basic_only; d++)
     for (int s = 0; s < 2; s++) {
       int n = sizes[s], rows = n / 4096, full[] = {rows, 4096}, row[] = {4096};
       double isz = d == 0 ? 4 : 2;
@@ -287,7 +292,7 @@ int main(void) {
     mlx_closure_free(f);
     mlx_closure_free(plain);
   }
-  for (int d = 0; d < 2 && !compiled_only; d++) {
+  for (int d = 0; d < 2 && !compiled_only && !basic_only; d++) {
     int m = 8192, shape[] = {m, m};
     struct ew_case c = {.kind = 5, .dt = dts[d]};
     c.x = rand_on_gpu(shape, 2, dts[d]);
@@ -299,7 +304,7 @@ int main(void) {
   /* decode-step products, batch 1: x (1, 2048) @ W (2048, 5632) and the
    * tied-embedding logits x @ E^T, E (32000, 2048); n counts weight
    * elements, read once. "_cublas": the same through cuBLAS. */
-  for (int d = 0; d < 2 && !compiled_only; d++)
+  for (int d = 0; d < 2 && !compiled_only && !basic_only; d++)
     for (int tr = 0; tr < 2; tr++) {
       int K = 2048, N = tr ? 32000 : 5632, xs[] = {1, K}, ws[] = {tr ? N : K, tr ? K : N};
       struct ew_case c = {.kind = 5, .dt = dts[d]};

@@ -279,6 +279,78 @@ static void test_reduce(void) {
   }
 }
 
+/* Row reductions on the layouts the GPU plans differently: many short rows
+ * (a warp per row, several rows per block; the last block part empty),
+ * rows of a few packs (two warps per row), and few long rows cut into
+ * segments whose partial results are merged (aligned and not), with
+ * infinities and NaN in the segments (logsumexp, max, min: the CPU's
+ * rules), var/std merged from segments, and a full reduction. */
+static void test_reduce_layouts(void) {
+  int shapes[][2] = {{8192, 64}, {9001, 70}, {4096, 512}, {3, 300000}, {2, 1000003}};
+  mlx_dtype types[] = {MLX_FLOAT32, MLX_BFLOAT16, MLX_FLOAT16, MLX_INT32, MLX_FLOAT64};
+  struct {
+    const char *name;
+    reduce_fn f;
+  } ops[] = {{"sum", mlx_sum_axes}, {"mean", mlx_mean_axes}, {"max", mlx_max_axes},
+             {"min", mlx_min_axes}, {"logsumexp", mlx_logsumexp_axes}, {"any", mlx_any_axes}};
+  for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++)
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+      bool is_int = types[t] == MLX_INT32;
+      mlx_array x = gpu_rand(shapes[si], 2, types[t], is_int ? -5 : -2, is_int ? 5 : 2);
+      int last[] = {1}, both[] = {0, 1};
+      if (!is_int) { /* var and std (from segments, on the long rows) */
+        for (int k = 0; k < 2; k++) {
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          if (k) {
+            CHECK_OK(mlx_var_axes(&g, x, last, 1, false, 1, gpu_stream));
+            CHECK_OK(mlx_var_axes(&c, x, last, 1, false, 1, test_stream()));
+          } else {
+            CHECK_OK(mlx_std_axes(&g, x, last, 1, true, 0, gpu_stream));
+            CHECK_OK(mlx_std_axes(&c, x, last, 1, true, 0, test_stream()));
+          }
+          double rtol = types[t] == MLX_FLOAT64 ? 1e-10 : types[t] == MLX_FLOAT32 ? 1e-4 : 3e-2;
+          CHECK_SAME(g, c, rtol, rtol, k ? "var (layouts)" : "std (layouts)");
+          mlx_array_free(g);
+          mlx_array_free(c);
+        }
+      }
+      if (si >= 3 && !is_int) { /* -inf in row 0, NaN in row 1, +inf in the last row */
+        int64_t R = shapes[si][0], L = shapes[si][1];
+        mlx_array f = mlx_array_new();
+        CHECK_OK(mlx_astype(&f, x, MLX_FLOAT64, test_stream()));
+        mlx_array_eval(f);
+        double *h = malloc((size_t)(R * L) * sizeof *h);
+        memcpy(h, mlx_array_data_float64(f), (size_t)(R * L) * sizeof *h);
+        h[L / 2] = -INFINITY;
+        h[L + 7] = NAN;
+        h[R * L - 1] = INFINITY;
+        mlx_array hf = mlx_array_new_data(h, shapes[si], 2, MLX_FLOAT64);
+        CHECK_OK(mlx_astype(&x, hf, types[t], test_stream()));
+        mlx_array_eval(x);
+        free(h);
+        mlx_array_free(hf);
+        mlx_array_free(f);
+      }
+      for (size_t i = 0; i < sizeof ops / sizeof *ops; i++)
+        for (int full = 0; full < 2; full++) {
+          if (full && si < 3) continue;
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          CHECK_OK(ops[i].f(&g, x, full ? both : last, full ? 2 : 1, false, gpu_stream));
+          CHECK_OK(ops[i].f(&c, x, full ? both : last, full ? 2 : 1, false, test_stream()));
+          double rtol = is_int ? 0 : types[t] == MLX_FLOAT64 ? 1e-10 : types[t] == MLX_FLOAT32 ? 1e-4 : 2e-2;
+          char what[96];
+          snprintf(what, sizeof what, "%s over (%d, %d)%s, dtype %d", ops[i].name, shapes[si][0],
+                   shapes[si][1], full ? " all" : "", (int)types[t]);
+          /* sums of L values of about 1: their float rounding grows with L */
+          double atol = is_int ? 0 : i == 0 ? 1e-6 * shapes[si][1] : 1e-6;
+          CHECK_SAME(g, c, rtol, atol, what);
+          mlx_array_free(g);
+          mlx_array_free(c);
+        }
+      mlx_array_free(x);
+    }
+}
+
 typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
 
 static void test_softmax(void) {
@@ -488,6 +560,7 @@ int main(void) {
   test_binary();
   test_astype();
   test_reduce();
+  test_reduce_layouts();
   test_argreduce();
   test_softmax();
   test_matmul();

@@ -1,6 +1,7 @@
 /* eval_cuda of REDUCE: the input seen as (kept..., reduced...) row-major,
  * copied into that order on the GPU when its layout is another, then one
- * row reduction (gpu/cuda/reduce.cu). The output is row-major over the
+ * row reduction (gpu/cuda/reduce.cu; few long rows in segments, through
+ * scratch). The output is row-major over the
  * kept dimensions, as on the CPU. */
 #ifdef LACE_CUDA
 #include <string.h>
@@ -36,7 +37,15 @@ int lc_cuda_eval_reduce(struct lc_node *n) {
   struct lc_cu_reduce a = {.kind = p[0], .in_dt = x->dtype, .out_dt = n->dtype,
                            .rows = n->size, .len = len, .in = src, .out = n->buf->dev_data,
                            .ddof = p[1]};
-  return finish(n, tmp, lc_cuda_result(lc_cu_reduce_rows(&a, lc_gpu_stream(n->dev)), "reduce"));
+  struct lc_buffer *scratch = NULL;
+  size_t sb = lc_cu_reduce_scratch(&a);
+  if (sb) {
+    if (!(scratch = lc_buffer_new_device(sb, n->dev))) return finish(n, tmp, 1);
+    a.scratch = scratch->dev_data;
+  }
+  rc = lc_cuda_result(lc_cu_reduce_rows(&a, lc_gpu_stream(n->dev)), "reduce");
+  lc_buffer_release(scratch); /* stream-ordered, as tmp */
+  return finish(n, tmp, rc);
 }
 
 /* eval_cuda of ARG_REDUCE (params {kind, axis}, axis < 0: all) over rows

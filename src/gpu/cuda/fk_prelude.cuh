@@ -69,8 +69,26 @@ template <class T, int V> struct __align__(sizeof(T) * V) lc_pk { T e[V]; };
 // Reduction folds (NaN wins max and min, as on the CPU).
 struct RSum { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return a + b; } };
 struct RProd { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return a * b; } };
-struct RMax { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a > b || a != a) ? a : b; } };
-struct RMin { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a < b || a != a) ? a : b; } };
+struct RMax {
+  template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a > b || a != a) ? a : b; }
+#if __CUDA_ARCH__ >= 800 // one instruction (FMNMX.NAN) instead of two compares and a select
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+#endif
+};
+struct RMin {
+  template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (a < b || a != a) ? a : b; }
+#if __CUDA_ARCH__ >= 800
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    float r;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+  }
+#endif
+};
 struct RAnd { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (A)(a != 0 && b != 0); } };
 struct ROr { template <class A> __device__ __forceinline__ A operator()(A a, A b) const { return (A)(a != 0 || b != 0); } };
 

@@ -566,11 +566,14 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   lc_strbuf_put(s, "  const long long row = (long long)blockIdx.x * %d + threadIdx.x / %d;\n",
                 block / p->G, p->G);
   lc_strbuf_put(s, "  if (row >= a.n) return;\n  const long long L = a.L;\n  (void)L;\n");
-  /* each input's row: outer offsets from the row's index */
+  /* each input's row: outer offsets from the row's index, in 32-bit
+   * divisions (rows < 2^31, eval_fused.c), none for the outermost dim (the
+   * rest of the index is its coordinate) */
   for (int k = 0; k < h->nin; k++) lc_strbuf_put(s, "  long long o%d = 0;\n", k);
   if (p->nd > 0) {
     lc_strbuf_put(s, "  {\n    long long r = row;\n#pragma unroll\n    for (int d = %d; d >= 0; d--) {\n"
-                  "      const long long q = r / a.shape[d], c = r - q * a.shape[d];\n", p->nd - 1);
+                  "      const long long q = d > 0 ? (long long)((unsigned)r / (unsigned)a.shape[d]) : 0,"
+                  " c = r - q * a.shape[d];\n", p->nd - 1);
     for (int k = 0; k < h->nin; k++) lc_strbuf_put(s, "      o%d += c * a.st[%d][d];\n", k, k);
     lc_strbuf_put(s, "      r = q;\n    }\n  }\n");
   }

@@ -48,7 +48,11 @@ struct lc_cu_reduce {
   const void *in;
   void *out;
   int ddof;
+  void *scratch; /* device, lc_cu_reduce_scratch(a) bytes (when not 0) */
 };
+/* Bytes of device scratch reduction a needs: few long rows are cut into
+ * segments whose partial results meet there; 0 when it needs none. */
+size_t lc_cu_reduce_scratch(const struct lc_cu_reduce *a);
 int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream);
 
 /* Softmax along the rows of a row-major (rows, len) matrix of float dtype
