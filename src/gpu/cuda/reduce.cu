@@ -174,7 +174,22 @@ __global__ void reduce_rows(lc_cu_reduce a, bool vec, int G, int64_t S, int64_t 
   }
   }
   A v = c.init();
-  row_each<TI, A>(x, len, lane, G, vec, [&](A t) { v = c.op(v, t); });
+  // the fold's kind a constant in each loop (a runtime one costs a switch
+  // per element: bfloat16 row sums ran at 0.41 of copy bandwidth)
+  switch (c.kind) {
+    case LC_RED_SUM: row_each<TI, A>(x, len, lane, G, vec, [&](A t) { v = v + t; }); break;
+    case LC_RED_MAX: {
+      const Combine<A> k{LC_RED_MAX};
+      row_each<TI, A>(x, len, lane, G, vec, [&](A t) { v = k.op(v, t); });
+      break;
+    }
+    case LC_RED_MIN: {
+      const Combine<A> k{LC_RED_MIN};
+      row_each<TI, A>(x, len, lane, G, vec, [&](A t) { v = k.op(v, t); });
+      break;
+    }
+    default: row_each<TI, A>(x, len, lane, G, vec, [&](A t) { v = c.op(v, t); });
+  }
   v = group_combine(v, c, sh, G);
   if (!moments || kind == LC_RED_MEAN) {
     if (store && S > 1) part[0] = v;
@@ -307,8 +322,8 @@ __global__ void copy_strided(char *out, const char *in, int isz, int ndim,
   }
 }
 
-// Softmax of each row (groups of G threads, as plan_rows says, never
-// segments): max, then the sum of exp(x - max), then the scaled exps; in
+// Softmax of each row (groups of G threads, lc_cu_softmax_rows's choice,
+// never segments): max, then the sum of exp(x - max), then the scaled exps; in
 // float (double for float64), whatever the storage type.
 template <class T, class A>
 __global__ void softmax_rows(const T *in, T *out, int64_t rows, int64_t len, bool vec, int G) {
@@ -353,8 +368,14 @@ extern "C" int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void 
     using T = std::remove_pointer_t<decltype(tp)>;
     using A = typename lc_acc<T>::type;
     bool vec = rows_aligned<T>(in, len) && rows_aligned<T>(out, len);
-    Plan p = plan_rows(rows, len, vec ? 16 / (int)sizeof(T) : 1);
-    if (p.S > 1) p.G = kThreads; // a block per row: softmax has no segments
+    // Three passes over each row, the last two from L1: groups with at most
+    // 4 (4-byte types) or 8 (16-bit) units per thread were fastest on the
+    // H100 (rows of 4096: float32 0.72 ms against 1.32 with 16 units,
+    // bfloat16 0.46 against 0.64; BENCHMARKS.md); never segments.
+    const int V = vec ? 16 / (int)sizeof(T) : 1, U = sizeof(T) >= 4 ? 4 : 8;
+    Plan p = plan_rows(rows, len, V); // for LACE_CUDA_REDUCE_G
+    if (!getenv("LACE_CUDA_REDUCE_G"))
+      for (p.G = 32; p.G < kThreads && (len / V > (int64_t)U * p.G || rows * p.G < kWant);) p.G *= 2;
     const int per = kThreads / p.G;
     softmax_rows<T, A><<<(unsigned)((rows + per - 1) / per), kThreads, 0, (cudaStream_t)stream>>>(
         (const T *)in, (T *)out, rows, len, vec, p.G);
