@@ -353,12 +353,15 @@ static void test_reduce_layouts(void) {
 
 typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
 
+/* Rows of 1000 (a block per row); many rows of 64 and of 512 (a warp or
+ * two per row, several rows per block, the last block part empty). */
 static void test_softmax(void) {
-  int shape[] = {7, 33, 1000};
+  int shapes[][3] = {{7, 33, 1000}, {1, 8201, 64}, {1, 4097, 512}};
+  for (int si = 0; si < 3; si++)
   for (size_t t = 0; t < 4; t++) {
-    mlx_array x = gpu_rand(shape, 3, float_types[t], -8, 8);
+    mlx_array x = gpu_rand(shapes[si], 3, float_types[t], -8, 8);
     int axes[][1] = {{2}, {1}};
-    for (int a = 0; a < 2; a++) { /* the last axis on the GPU, another through the CPU */
+    for (int a = 0; a < (si ? 1 : 2); a++) { /* the last axis on the GPU, another through the CPU */
       mlx_array g = mlx_array_new(), c = mlx_array_new();
       CHECK_OK(mlx_softmax_axes(&g, x, axes[a], 1, false, gpu_stream));
       CHECK_OK(mlx_softmax_axes(&c, x, axes[a], 1, false, test_stream()));
