@@ -351,6 +351,50 @@ static void test_reduce_layouts(void) {
     }
 }
 
+/* Reductions over a middle or leading axis, read in place by the column
+ * kernel: many columns; few columns with long R cut into segments (a
+ * partial last column tile too); var, which takes the row path. */
+static void test_reduce_columns(void) {
+  int shapes[][3] = {{1, 4096, 96}, {3, 2000, 33}, {64, 9, 300}};
+  mlx_dtype types[] = {MLX_FLOAT32, MLX_BFLOAT16, MLX_INT32, MLX_FLOAT64};
+  struct {
+    const char *name;
+    reduce_fn f;
+  } ops[] = {{"sum", mlx_sum_axes}, {"mean", mlx_mean_axes}, {"max", mlx_max_axes},
+             {"min", mlx_min_axes}, {"any", mlx_any_axes}, {"all", mlx_all_axes}};
+  for (int si = 0; si < 3; si++)
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+      bool is_int = types[t] == MLX_INT32;
+      mlx_array x = gpu_rand(shapes[si], 3, types[t], is_int ? -5 : -2, is_int ? 5 : 2);
+      int axes[][2] = {{1}, {0, 1}};
+      for (int ai = 0; ai < 2; ai++)
+        for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          CHECK_OK(ops[i].f(&g, x, axes[ai], (size_t)ai + 1, ai == 0, gpu_stream));
+          CHECK_OK(ops[i].f(&c, x, axes[ai], (size_t)ai + 1, ai == 0, test_stream()));
+          double rtol = is_int ? 0 : types[t] == MLX_FLOAT64 ? 1e-10 : types[t] == MLX_FLOAT32 ? 1e-4 : 2e-2;
+          double atol = is_int ? 0 : i == 0 ? 1e-6 * shapes[si][1] * (ai ? shapes[si][0] : 1) : 1e-6;
+          char what[96];
+          snprintf(what, sizeof what, "%s over columns of (%d, %d, %d), axes %d, dtype %d", ops[i].name,
+                   shapes[si][0], shapes[si][1], shapes[si][2], ai, (int)types[t]);
+          CHECK_SAME(g, c, rtol, atol, what);
+          mlx_array_free(g);
+          mlx_array_free(c);
+        }
+      if (!is_int) {
+        mlx_array g = mlx_array_new(), c = mlx_array_new();
+        int ax = 1;
+        CHECK_OK(mlx_var_axes(&g, x, &ax, 1, false, 0, gpu_stream));
+        CHECK_OK(mlx_var_axes(&c, x, &ax, 1, false, 0, test_stream()));
+        CHECK_SAME(g, c, types[t] == MLX_FLOAT64 ? 1e-10 : types[t] == MLX_FLOAT32 ? 1e-4 : 3e-2, 1e-6,
+                   "var over columns (the row path)");
+        mlx_array_free(g);
+        mlx_array_free(c);
+      }
+      mlx_array_free(x);
+    }
+}
+
 typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
 
 /* Rows of 1000 (a block per row); many rows of 64 and of 512 (a warp or
@@ -564,6 +608,7 @@ int main(void) {
   test_astype();
   test_reduce();
   test_reduce_layouts();
+  test_reduce_columns();
   test_argreduce();
   test_softmax();
   test_matmul();

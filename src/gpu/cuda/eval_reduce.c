@@ -20,6 +20,39 @@ static int finish(struct lc_node *n, struct lc_buffer *tmp, int rc) {
   return lc_cuda_finish(n, rc);
 }
 
+/* A row-major contiguous input reduced over one run of adjacent axes with
+ * kept axes after it, (outer, R, inner), by the column kernel in place;
+ * LC_EVAL_ON_CPU when the layout or kind is another (the row path then). */
+static int eval_columns(struct lc_node *n, const bool *red) {
+  const int *p = n->params;
+  struct lc_node *x = n->in[0];
+  int nd = x->ndim, a = 0, b;
+  if (!lc_node_is_contiguous(x)) return LC_EVAL_ON_CPU;
+  while (a < nd && !red[a]) a++;
+  for (b = a; b < nd && red[b]; b++) {}
+  for (int d = b; d < nd; d++)
+    if (red[d]) return LC_EVAL_ON_CPU; /* reduced axes not adjacent */
+  struct lc_cu_reduce_cols c = {.kind = p[0], .in_dt = x->dtype, .out_dt = n->dtype,
+                                .outer = 1, .R = 1, .inner = 1, .in = lc_node_dev_data(x)};
+  for (int d = 0; d < nd; d++) {
+    if (d < a) c.outer *= x->shape[d];
+    else if (d < b) c.R *= x->shape[d];
+    else c.inner *= x->shape[d];
+  }
+  if (c.inner == 1 || !lc_cu_reduce_cols_ok(&c)) return LC_EVAL_ON_CPU; /* the row path */
+  size_t sb = lc_cu_reduce_cols_scratch(&c);
+  if (lc_cuda_alloc_output(n)) return 1;
+  c.out = n->buf->dev_data;
+  struct lc_buffer *scratch = NULL;
+  if (sb) {
+    if (!(scratch = lc_buffer_new_device(sb, n->dev))) return lc_cuda_finish(n, 1);
+    c.scratch = scratch->dev_data;
+  }
+  int rc = lc_cuda_result(lc_cu_reduce_cols(&c, lc_gpu_stream(n->dev)), "reduce");
+  lc_buffer_release(scratch); /* stream-ordered: the kernels reading it were queued first */
+  return lc_cuda_finish(n, rc);
+}
+
 int lc_cuda_eval_reduce(struct lc_node *n) {
   const int *p = n->params;
   struct lc_node *x = n->in[0];
@@ -28,10 +61,12 @@ int lc_cuda_eval_reduce(struct lc_node *n) {
   if (x->size == 0 || p[2] == 0) return LC_EVAL_ON_CPU; /* empty rows: the CPU's rules */
   bool red[LC_CU_MAX_DIMS] = {false};
   for (int i = 0; i < p[2]; i++) red[p[3 + i]] = true;
+  int rc = eval_columns(n, red);
+  if (rc != LC_EVAL_ON_CPU) return rc;
   const void *src;
   struct lc_buffer *tmp;
   int64_t len;
-  int rc = lc_cuda_rows_last(x, red, n->dev, "reduce (copy)", &src, &tmp, &len);
+  rc = lc_cuda_rows_last(x, red, n->dev, "reduce (copy)", &src, &tmp, &len);
   if (rc) return rc;
   if (lc_cuda_alloc_output(n)) return finish(n, tmp, 1);
   struct lc_cu_reduce a = {.kind = p[0], .in_dt = x->dtype, .out_dt = n->dtype,

@@ -55,6 +55,24 @@ struct lc_cu_reduce {
 size_t lc_cu_reduce_scratch(const struct lc_cu_reduce *a);
 int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream);
 
+/* Reduction of a row-major (outer, R, inner) array over its middle axis
+ * into out (outer, inner), contiguous; kinds sum, prod, max, min, and, or,
+ * mean (others: LC_CU_UNSUPPORTED). scratch: device memory of
+ * lc_cu_reduce_cols_scratch(a) bytes, when not 0 (few columns: R is cut
+ * into segments merged there). */
+struct lc_cu_reduce_cols {
+  int kind;
+  int in_dt, out_dt;
+  int64_t outer, R, inner;
+  const void *in;
+  void *out;
+  void *scratch;
+};
+/* Whether the column kernel takes a (its kind, dtypes and size). */
+int lc_cu_reduce_cols_ok(const struct lc_cu_reduce_cols *a);
+size_t lc_cu_reduce_cols_scratch(const struct lc_cu_reduce_cols *a);
+int lc_cu_reduce_cols(const struct lc_cu_reduce_cols *a, void *stream);
+
 /* Softmax along the rows of a row-major (rows, len) matrix of float dtype
  * dt into out (same layout). */
 int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void *in, void *out, void *stream);
