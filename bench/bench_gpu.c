@@ -48,6 +48,7 @@ static int run_case(void *arg) {
     case 5: rc = mlx_matmul(&r, c->x, c->y, gs); break;
     case 6: rc = mlx_softmax_axis(&r, c->x, last, false, gs); break;
     case 7: rc = mlx_sum(&r, c->x, false, gs); break;
+    case 8: rc = mlx_sum_axis(&r, c->x, 0, false, gs); break;
   }
   if (!rc) rc = mlx_array_eval(r);
   mlx_array_free(r);
@@ -229,6 +230,8 @@ int main(void) {
       report("row_sum", dtn[d], n, isz, 0, bench_time(run_case, &c));
       c.kind = 7;
       report("sum_all", dtn[d], n, isz, 0, bench_time(run_case, &c));
+      c.kind = 8;
+      report("col_sum", dtn[d], n, isz, 0, bench_time(run_case, &c));
       c.kind = 4;
       report("softmax_uncompiled", dtn[d], n, 2 * isz, 0, bench_time(run_case, &c));
       c.kind = 6;

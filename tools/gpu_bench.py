@@ -75,6 +75,7 @@ def torch_cases(sizes):
             out[("gelu_uncompiled", name, n)] = t(lambda: cs["gelu"][0](x, y, c, s))
             out[("row_sum", name, n)] = t(lambda: x.sum(-1))
             out[("sum_all", name, n)] = t(lambda: x.sum())
+            out[("col_sum", name, n)] = t(lambda: x.sum(0))
             out[("softmax_uncompiled", name, n)] = t(lambda: soft(x))
             out[("softmax_op", name, n)] = out[("softmax_uncompiled", name, n)]
             for k, (fn, _, _, _) in cs.items():
@@ -143,7 +144,7 @@ def main():
     n = max(sizes)
     peak = {dt: 2 * n * (4 if dt == "float32" else 2) / tc[("copy", dt, n)] for dt in ("float32", "bfloat16")}
     print("torch device-to-device copy: %.0f GB/s (float32, %d elements, read+write)" % (peak["float32"] / 1e9, n))
-    bpe = {"copy": 2, "add": 3, "gelu_uncompiled": 2, "row_sum": 1, "sum_all": 1, "softmax_uncompiled": 2, "softmax_op": 2}
+    bpe = {"copy": 2, "add": 3, "gelu_uncompiled": 2, "row_sum": 1, "sum_all": 1, "col_sum": 1, "softmax_uncompiled": 2, "softmax_op": 2}
     names = cases(*([None] * 7))
     for k, (_, fi, fo, ro) in names.items():
         bpe[k + "_compiled"] = fi + fo + ro / ROW

@@ -4,6 +4,7 @@
  * scratch). The output is row-major over the
  * kept dimensions, as on the CPU. */
 #ifdef LACE_CUDA
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -27,7 +28,8 @@ static int eval_columns(struct lc_node *n, const bool *red) {
   const int *p = n->params;
   struct lc_node *x = n->in[0];
   int nd = x->ndim, a = 0, b;
-  if (!lc_node_is_contiguous(x)) return LC_EVAL_ON_CPU;
+  const char *e = getenv("LACE_CUDA_REDUCE_COLS"); /* 0: copy, then reduce rows (comparisons) */
+  if (!lc_node_is_contiguous(x) || (e && !strcmp(e, "0"))) return LC_EVAL_ON_CPU;
   while (a < nd && !red[a]) a++;
   for (b = a; b < nd && red[b]; b++) {}
   for (int d = b; d < nd; d++)

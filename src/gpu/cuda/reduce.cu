@@ -1,10 +1,12 @@
-// Row reductions on the GPU: one block per row of a row-major (rows, len)
-// matrix; threads stride over the row (in 16-byte packs, four in flight,
-// when every row starts 16-byte aligned), then warps combine by shuffles
-// and the first warp combines the warps' values, in a fixed order.
+// Row reductions on the GPU over a row-major (rows, len) matrix: groups of
+// G threads per row (several rows per block for short rows), or, for a few
+// long rows, segments reduced by blocks into partial states that a second
+// kernel merges (plan_rows). Threads stride over the row in 16-byte packs,
+// four in flight, when every row starts 16-byte aligned; warps combine by
+// shuffles, then a group's warps in order through shared memory.
 // Accumulation is in float for 16- and 32-bit floats, double for float64,
 // 64-bit integers for integers; NaN wins max and min (as on the CPU).
-// Also the strided copy that brings reduced axes last.
+// Also softmax over rows and the strided copy that brings reduced axes last.
 #include <cuda_runtime.h>
 #include <math.h>
 
