@@ -12,46 +12,12 @@
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/kernels.h"
 #include "ops/reduce_kern.h"
+#include "gpu/cuda/reduce_fold.cuh"
 
 namespace {
 
 constexpr int kThreads = 256, kCols = 32, kWarps = kThreads / kCols;
 constexpr int64_t kWantBlocks = 1024; // about 8 blocks per SM of a 132-SM GPU
-
-template <class A> struct Fold {
-  int kind;
-  __device__ A init() const {
-    switch (kind) {
-      case LC_RED_PROD: case LC_RED_AND: return (A)1;
-      case LC_RED_MAX:
-        if constexpr (std::is_floating_point<A>::value) return (A)-INFINITY;
-        else if constexpr ((A)(-1) < (A)0) return (A)(1ull << 63);
-        else return (A)0;
-      case LC_RED_MIN:
-        if constexpr (std::is_floating_point<A>::value) return (A)INFINITY;
-        else if constexpr ((A)(-1) < (A)0) return (A)((1ull << 63) - 1);
-        else return (A)~0ull;
-      default: return (A)0;
-    }
-  }
-  __device__ A op(A a, A b) const {
-    switch (kind) {
-      case LC_RED_PROD: return a * b;
-      case LC_RED_MAX: return (a > b || a != a) ? a : b;
-      case LC_RED_MIN: return (a < b || a != a) ? a : b;
-      case LC_RED_AND: return (A)(a != 0 && b != 0);
-      case LC_RED_OR: return (A)(a != 0 || b != 0);
-      default: return a + b;
-    }
-  }
-};
-
-template <class T> struct col_acc {
-  using type = typename std::conditional<
-      std::is_floating_point<typename lc_acc<T>::type>::value, typename lc_acc<T>::type,
-      typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type>::type;
-};
-template <> struct col_acc<bool> { using type = long long; };
 
 struct Plan {
   int64_t tiles; // column tiles of kCols per outer index
@@ -81,7 +47,7 @@ __global__ void reduce_cols(struct lc_cu_reduce_cols a, Plan p) {
   const int lane = threadIdx.x % kCols, w = threadIdx.x / kCols;
   const int64_t col = tile * kCols + lane;
   const int64_t r0 = seg * p.chunk, r1 = r0 + p.chunk < a.R ? r0 + p.chunk : a.R;
-  Fold<A> f{a.kind == LC_RED_MEAN ? LC_RED_SUM : a.kind};
+  Combine<A> f{a.kind == LC_RED_MEAN ? LC_RED_SUM : a.kind};
   A v = f.init();
   if (col < a.inner) {
     const TI *x = (const TI *)a.in + o * a.R * a.inner + col;
@@ -114,7 +80,7 @@ template <class TO, class A>
 __global__ void reduce_cols_parts(struct lc_cu_reduce_cols a, Plan p) {
   const int64_t at = (int64_t)blockIdx.x * kThreads + threadIdx.x;
   if (at >= a.outer * a.inner) return;
-  Fold<A> f{a.kind == LC_RED_MEAN ? LC_RED_SUM : a.kind};
+  Combine<A> f{a.kind == LC_RED_MEAN ? LC_RED_SUM : a.kind};
   const A *P = (const A *)a.scratch + at * p.S;
   A v = P[0];
   for (int64_t j = 1; j < p.S; j++) v = f.op(v, P[j]);
@@ -158,7 +124,7 @@ extern "C" int lc_cu_reduce_cols(const struct lc_cu_reduce_cols *a, void *stream
     using TI = std::remove_pointer_t<decltype(pi)>;
     lc_dispatch_real(a->out_dt, [&](auto *po) {
       using TO = std::remove_pointer_t<decltype(po)>;
-      using A0 = typename col_acc<TI>::type;
+      using A0 = typename acc_of<TI>::type;
       using A = typename std::conditional<std::is_floating_point<A0>::value, A0, double>::type;
       auto run = [&](auto *acc) {
         using R = std::remove_pointer_t<decltype(acc)>;
