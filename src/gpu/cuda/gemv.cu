@@ -212,12 +212,13 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-// LACE_CUDA_GEMV_CLUSTER=0: partial sums through memory and a second kernel
-// (for comparisons), read once.
+// Clusters only with LACE_CUDA_GEMV_CLUSTER=1 (off by default until they
+// have run on a GPU): else partial sums through memory and a second kernel.
+// Read once.
 bool cluster_disabled() {
   static const bool off = [] {
     const char *e = getenv("LACE_CUDA_GEMV_CLUSTER");
-    return e && e[0] == '0' && !e[1];
+    return !(e && e[0] == '1' && !e[1]);
   }();
   return off;
 }
