@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/kernels.h"
 
 namespace {
@@ -28,6 +29,7 @@ template <class A> __device__ bool beats(const Cand<A> &b, const Cand<A> &a, boo
 
 template <class T>
 __global__ void arg_rows(const T *x, uint32_t *out, int64_t len, bool is_max) {
+  lc_pdl_begin();
   using A = typename lc_acc<T>::type;
   __shared__ A sv[kThreads];
   __shared__ int64_t si[kThreads];
@@ -59,8 +61,8 @@ extern "C" int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t le
   cudaStream_t s = (cudaStream_t)stream;
   lc_dispatch_real(dt, [&](auto *p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    arg_rows<T><<<(unsigned)rows, kThreads, 0, s>>>((const T *)in, (uint32_t *)out, len,
-                                                    is_max != 0);
+    lc_launch(arg_rows<T>, dim3((unsigned)rows), dim3(kThreads), 0, s, (const T *)in,
+              (uint32_t *)out, len, is_max != 0);
     rc = 0;
   });
   if (rc) return rc;

@@ -13,6 +13,7 @@
 #include "gpu/cuda/capture.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/fused.h"
+#include "gpu/cuda/kernels.h"
 #include "gpu/gpu.h"
 #include "ops/prim.h"
 #include "ops/tuple.h"
@@ -25,13 +26,20 @@ static bool fuse_disabled(void) {
   return e && strcmp(e, "0") == 0;
 }
 
+/* Every fused kernel starts with lc_pdl_begin (fk_prelude.cuh), so it may
+ * be launched as a programmatic dependent (gpu/cuda/pdl.cuh). */
 static int launch(void *fn, unsigned blocks, unsigned threads, struct lc_fk_args *a, int dev) {
   void *args[] = {a};
-  dim3 g = {blocks, 1, 1}, t = {threads, 1, 1};
-  cudaError_t e = cudaLaunchKernel(fn, g, t, args, 0, (cudaStream_t)lc_gpu_stream(dev));
+  cudaLaunchAttribute at = {.id = cudaLaunchAttributeProgrammaticStreamSerialization,
+                            .val.programmaticStreamSerializationAllowed = 1};
+  cudaLaunchConfig_t cfg = {.gridDim = {blocks, 1, 1}, .blockDim = {threads, 1, 1},
+                            .stream = (cudaStream_t)lc_gpu_stream(dev), .attrs = &at,
+                            .numAttrs = lc_cu_pdl_enabled() ? 1 : 0};
+  cudaError_t e = cudaLaunchKernelExC(&cfg, fn, args);
   size_t size = sizeof *a;
   unsigned gr[3] = {blocks, 1, 1}, bl[3] = {threads, 1, 1};
   if (e == cudaSuccess) lc_cuda_capture_note_launch(fn, gr, bl, 0, args, &size, 1); /* graphs */
+  else (void)cudaGetLastError();
   return e == cudaSuccess ? 0 : -(int)e;
 }
 

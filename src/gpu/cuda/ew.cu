@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/ew_ops.cuh"
 #include "gpu/cuda/kernels.h"
 
@@ -35,6 +36,7 @@ __device__ __forceinline__ int64_t in_offset(const lc_cu_ew &a, int k, int64_t i
 
 template <class TO, class TI, class Op>
 __global__ void unary_kernel(lc_cu_ew a, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0];
   TO *o = (TO *)a.out;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n;
@@ -44,6 +46,7 @@ __global__ void unary_kernel(lc_cu_ew a, Op op) {
 
 template <class TO, class TI, class Op>
 __global__ void binary_kernel(lc_cu_ew a, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0], *y = (const TI *)a.in[1];
   TO *o = (TO *)a.out;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < a.n;
@@ -53,6 +56,7 @@ __global__ void binary_kernel(lc_cu_ew a, Op op) {
 
 template <class T>
 __global__ void select_kernel(lc_cu_ew a) {
+  lc_pdl_begin();
   const bool *c = (const bool *)a.in[0];
   const T *x = (const T *)a.in[1], *y = (const T *)a.in[2];
   T *o = (T *)a.out;
@@ -77,6 +81,7 @@ template <class T, int V> __device__ __forceinline__ Pk<T, V> load_pk(const T *p
 
 template <class TO, class TI, class Op, int V>
 __global__ void unary_vec_kernel(lc_cu_ew a, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0];
   TO *o = (TO *)a.out;
   const int64_t nv = a.n / V, c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -94,6 +99,7 @@ __global__ void unary_vec_kernel(lc_cu_ew a, Op op) {
 
 template <class TO, class TI, class Op, int V>
 __global__ void binary_vec_kernel(lc_cu_ew a, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0], *y = (const TI *)a.in[1];
   TO *o = (TO *)a.out;
   const int64_t nv = a.n / V, c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
@@ -154,6 +160,7 @@ __device__ __forceinline__ Pk<T, V> load_strided(const T *p, I off, I inner, boo
 
 template <class TO, class TI, class Op, int V, class I>
 __global__ void unary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0];
   for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
     I off[1];
@@ -168,6 +175,7 @@ __global__ void unary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op 
 
 template <class TO, class TI, class Op, int V, class I>
 __global__ void binary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op op) {
+  lc_pdl_begin();
   const TI *x = (const TI *)a.in[0], *y = (const TI *)a.in[1];
   for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
     I off[2];
@@ -183,6 +191,7 @@ __global__ void binary_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs, Op
 
 template <class T, int V, class I>
 __global__ void select_strided_kernel(lc_cu_ew a, StridedPacks<I> g, I packs) {
+  lc_pdl_begin();
   const bool *c = (const bool *)a.in[0];
   const T *x = (const T *)a.in[1], *y = (const T *)a.in[2];
   for (I q = blockIdx.x * (I)blockDim.x + threadIdx.x; q < packs; q += (I)gridDim.x * blockDim.x) {
@@ -276,17 +285,18 @@ int launch_unary(const lc_cu_ew &a, Op op, cudaStream_t s) {
   unsigned b, t;
   constexpr int V = vec_width<TO, TI>();
   if (vec_ok<TO, TI, V>(a, &b)) {
-    unary_vec_kernel<TO, TI, Op, V><<<b, 256, 0, s>>>(a, op);
+    lc_launch(unary_vec_kernel<TO, TI, Op, V>, dim3(b), dim3(256), 0, s, a, op);
     return 0;
   }
   const int isz[1] = {(int)sizeof(TI)};
   if (launch_strided<V>(a, isz, sizeof(TO), [&](auto g, auto packs) {
         using I = decltype(packs);
-        unary_strided_kernel<TO, TI, Op, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs, op);
+        lc_launch(unary_strided_kernel<TO, TI, Op, V, I>, dim3(pack_blocks(packs)), dim3(256), 0, s,
+                  a, g, packs, op);
       }))
     return 0;
   grid_of(a.n, &b, &t);
-  unary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
+  lc_launch(unary_kernel<TO, TI, Op>, dim3(b), dim3(t), 0, s, a, op);
   return 0;
 }
 template <class TO, class TI, class Op>
@@ -294,17 +304,18 @@ int launch_binary(const lc_cu_ew &a, Op op, cudaStream_t s) {
   unsigned b, t;
   constexpr int V = vec_width<TO, TI>();
   if (vec_ok<TO, TI, V>(a, &b)) {
-    binary_vec_kernel<TO, TI, Op, V><<<b, 256, 0, s>>>(a, op);
+    lc_launch(binary_vec_kernel<TO, TI, Op, V>, dim3(b), dim3(256), 0, s, a, op);
     return 0;
   }
   const int isz[2] = {(int)sizeof(TI), (int)sizeof(TI)};
   if (launch_strided<V>(a, isz, sizeof(TO), [&](auto g, auto packs) {
         using I = decltype(packs);
-        binary_strided_kernel<TO, TI, Op, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs, op);
+        lc_launch(binary_strided_kernel<TO, TI, Op, V, I>, dim3(pack_blocks(packs)), dim3(256), 0,
+                  s, a, g, packs, op);
       }))
     return 0;
   grid_of(a.n, &b, &t);
-  binary_kernel<TO, TI, Op><<<b, t, 0, s>>>(a, op);
+  lc_launch(binary_kernel<TO, TI, Op>, dim3(b), dim3(t), 0, s, a, op);
   return 0;
 }
 
@@ -382,12 +393,13 @@ int select(const lc_cu_ew &a, cudaStream_t s) {
     rc = 0;
     if (launch_strided<V>(a, isz, sizeof(T), [&](auto g, auto packs) {
           using I = decltype(packs);
-          select_strided_kernel<T, V, I><<<pack_blocks(packs), 256, 0, s>>>(a, g, packs);
+          lc_launch(select_strided_kernel<T, V, I>, dim3(pack_blocks(packs)), dim3(256), 0, s, a, g,
+                    packs);
         }))
       return;
     unsigned b, t;
     grid_of(a.n, &b, &t);
-    select_kernel<T><<<b, t, 0, s>>>(a);
+    lc_launch(select_kernel<T>, dim3(b), dim3(t), 0, s, a);
   });
   return rc;
 }

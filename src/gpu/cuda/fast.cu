@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/fast.h"
 #include "gpu/cuda/fast_common.cuh"
 
@@ -40,6 +41,7 @@ __device__ __forceinline__ T norm_affine(T x, double mu, double inv, const T *w,
 // One row per G threads. VEC: the row, weight and bias are contiguous and
 // 16-byte aligned, d a multiple of the pack; else any element strides.
 template <class T, bool VEC> __global__ void norm_rows(struct lc_cu_norm a, int G) {
+  lc_pdl_begin();
   constexpr int V = 16 / sizeof(T);
   __shared__ double sh[32];
   int rl = threadIdx.x / G, li = threadIdx.x % G;
@@ -135,6 +137,7 @@ __device__ int64_t load_offset(const struct lc_cu_rope &a, int64_t b) {
 // slots past half copy the features past 2 * half.
 template <class T>
 __global__ void rope_rows(struct lc_cu_rope a, int64_t mid, int64_t mchunk, int slots) {
+  lc_pdl_begin();
   using C = typename lc_acc<T>::type;
   int64_t g = blockIdx.x, b = 0, t = g;
   if (a.noff > 1) {
@@ -196,8 +199,8 @@ extern "C" int lc_cu_norm(const struct lc_cu_norm *a, void *stream) {
     int64_t blocks = (a->rows + block / G - 1) / (block / G);
     if (blocks > 0x7fffffff) return;
     cudaStream_t s = (cudaStream_t)stream;
-    if (vec) norm_rows<T, true><<<(unsigned)blocks, block, 0, s>>>(*a, G);
-    else norm_rows<T, false><<<(unsigned)blocks, block, 0, s>>>(*a, G);
+    if (vec) lc_launch(norm_rows<T, true>, dim3((unsigned)blocks), dim3(block), 0, s, *a, G);
+    else lc_launch(norm_rows<T, false>, dim3((unsigned)blocks), dim3(block), 0, s, *a, G);
     rc = 0;
   });
   return rc ? rc : last_error();
@@ -221,8 +224,8 @@ extern "C" int lc_cu_rope(const struct lc_cu_rope *a, void *stream) {
   int rc = LC_CU_UNSUPPORTED;
   lc_dispatch_float(a->dt, [&](auto *pt) {
     using T = std::remove_pointer_t<decltype(pt)>;
-    rope_rows<T><<<dim3((unsigned)groups, nchunk), threads, 0, (cudaStream_t)stream>>>(
-        *a, mid, mchunk, (int)slots);
+    lc_launch(rope_rows<T>, dim3((unsigned)groups, nchunk), dim3(threads), 0,
+              (cudaStream_t)stream, *a, mid, mchunk, (int)slots);
     rc = 0;
   });
   return rc ? rc : last_error();

@@ -22,6 +22,7 @@
 #include <math.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/fast.h"
 #include "gpu/cuda/fast_common.cuh"
 
@@ -72,6 +73,7 @@ __device__ __forceinline__ float ex(float x, float m) { return x == -INFINITY ? 
 template <class T, int P, int RT>
 __global__ void __launch_bounds__(kWarps * 32)
     sdpa_split(struct lc_cu_sdpa a, int LPK, int RH, int nsub, int ntile, int nsplit, int ksplit) {
+  lc_pdl_begin();
   constexpr int V = 16 / sizeof(T);
   extern __shared__ float smem[];
   const int D = a.D, npk = D / V, Dp = LPK * P * V, QR = RT / RH;
@@ -245,6 +247,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 // Merges the nsplit partial states of one (row, head) into the output.
 template <class T> __global__ void sdpa_combine(struct lc_cu_sdpa a, int nsplit) {
+  lc_pdl_begin();
   const int D = a.D;
   const int64_t rh = blockIdx.x, row = rh / a.Hq; /* (b * qL + i) * Hq + h */
   const int h = (int)(rh % a.Hq), b = (int)(row / a.qL), i = (int)(row % a.qL);
@@ -280,8 +283,8 @@ template <class T, int P, int RT>
 void launch_split(const struct lc_cu_sdpa &a, const Plan &p, cudaStream_t s) {
   size_t shm = sizeof(float) * kWarps * RT * (p.LPK * P * p.V + 2);
   dim3 grid((unsigned)((int64_t)a.B * p.ntile * p.nsplit), (unsigned)(a.Hkv * p.nsub));
-  sdpa_split<T, P, RT><<<grid, kWarps * 32, shm, s>>>(a, p.LPK, p.RH, p.nsub, p.ntile, p.nsplit,
-                                                       p.ksplit);
+  lc_launch(sdpa_split<T, P, RT>, dim3(grid), dim3(kWarps * 32), shm, s, a, p.LPK, p.RH, p.nsub,
+            p.ntile, p.nsplit, p.ksplit);
 }
 
 template <class T> void launch(const struct lc_cu_sdpa &a, const Plan &p, cudaStream_t s) {
@@ -296,7 +299,8 @@ template <class T> void launch(const struct lc_cu_sdpa &a, const Plan &p, cudaSt
   }
   if (p.nsplit > 1) {
     int threads = a.D < 128 ? (a.D + 31) / 32 * 32 : 128;
-    sdpa_combine<T><<<(unsigned)((int64_t)a.B * a.qL * a.Hq), threads, 0, s>>>(a, p.nsplit);
+    lc_launch(sdpa_combine<T>, dim3((unsigned)((int64_t)a.B * a.qL * a.Hq)), dim3(threads), 0, s, a,
+              p.nsplit);
   }
 }
 

@@ -4,12 +4,14 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda/kernels.h"
+#include "gpu/cuda/pdl.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
 
 template <class U> __global__ void fill_items(U *dst, int64_t n, U v) {
+  lc_pdl_begin();
   for (int64_t i = (int64_t)blockIdx.x * kThreads + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * kThreads)
     dst[i] = v;
@@ -18,7 +20,7 @@ template <class U> __global__ void fill_items(U *dst, int64_t n, U v) {
 template <class U> void launch(void *dst, int64_t n, uint64_t bits, cudaStream_t s) {
   int64_t blocks = (n + kThreads - 1) / kThreads;
   if (blocks > 65536) blocks = 65536;
-  fill_items<U><<<(unsigned)blocks, kThreads, 0, s>>>((U *)dst, n, (U)bits);
+  lc_launch(fill_items<U>, dim3((unsigned)blocks), dim3(kThreads), 0, s, (U *)dst, n, (U)bits);
 }
 
 } // namespace

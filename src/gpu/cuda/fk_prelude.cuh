@@ -5,6 +5,15 @@
 // which rounds to nearest even as the CPU's conversions do.
 #pragma once
 
+// Programmatic dependent launch, as gpu/cuda/pdl.cuh's lc_pdl_begin (whose
+// invariants hold here too): every fused kernel starts with it.
+__device__ __forceinline__ void lc_pdl_begin() {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 __device__ __forceinline__ float lc_h2f(unsigned short u) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(u));

@@ -559,7 +559,8 @@ static bool gen_rows(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   memset(kept, 0, sizeof kept);
   plan_kept(h, planned);
   struct rowgen g = {h, p, target, passes(h, target), 0, kept, planned};
-  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_rows(const lc_fk_args a) {\n",
+  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_rows(const lc_fk_args a) {\n"
+                "  lc_pdl_begin();\n",
                 block);
   lc_strbuf_put(s, "  __shared__ unsigned long long lc_sh[32];\n  (void)lc_sh;\n");
   lc_strbuf_put(s, "  const int lane = threadIdx.x %% %d;\n", p->G);
@@ -726,7 +727,8 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
   }
   if (strided && (p->nd < 1 || p->nd > LC_FK_MAX_DIMS)) return false;
   const char *ix = p->idx64 ? "long long" : "unsigned";
-  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_ew(const lc_fk_args a) {\n",
+  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_ew(const lc_fk_args a) {\n"
+                "  lc_pdl_begin();\n",
                 LC_FK_THREADS);
   ew_prologue(s, h, p);
   lc_strbuf_put(s, "  const %s n = (%s)a.n;\n", ix, ix);
@@ -746,7 +748,8 @@ static bool gen_ew(struct lc_strbuf *s, const struct lc_fused_hdr *h, const stru
   lc_strbuf_put(s, "  }\n}\n");
   if (!p->vec) return true;
   if (strided || p->V < 1 || p->V > 16) return false;
-  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_ewv(const lc_fk_args a) {\n",
+  lc_strbuf_put(s, "extern \"C\" __global__ void __launch_bounds__(%d) lc_fk_ewv(const lc_fk_args a) {\n"
+                "  lc_pdl_begin();\n",
                 LC_FK_THREADS);
   ew_prologue(s, h, p);
   int U = p->U > 1 ? p->U : 1;

@@ -8,15 +8,21 @@
 // Two layouts of b:
 //  - rows: b(k, n) at b[k * ldb + n] (x @ W with W row-major). A warp reads
 //    4 rows of 128 contiguous bytes; a block covers 8 vectors of columns
-//    and a slice of k; slices of k are split over blocks (ksplit) and their
-//    float partial sums added in a fixed order by a second kernel, so the
-//    result does not depend on scheduling.
+//    and a slice of k; slices of k are split over blocks (ksplit). Up to
+//    kMaxCluster slices form one thread block cluster: the first block of
+//    the cluster adds the others' float sums, read from their shared memory,
+//    in slice order, and writes the result (one kernel). More slices than
+//    that write float partial sums that a second kernel adds in slice
+//    order. Either way the result does not depend on scheduling.
 //  - cols: b(k, n) at b[n * ldb + k] (x @ W^T with W row-major, as for tied
 //    embeddings). One warp per column: a dot product of contiguous rows.
 // a: row m at a[m * lda], contiguous along k, in both.
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
+#include <stdlib.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/kernels.h"
 
 namespace {
@@ -25,6 +31,7 @@ constexpr int kWarps = 8;       // per block
 constexpr int kColLanes = 8;    // lanes of a warp side by side along n (rows kernel)
 constexpr int kRowLanes = 32 / kColLanes;
 constexpr int kUnroll = 4;      // 16-byte loads in flight per thread
+constexpr int kMaxCluster = 8;  // slices of k summed inside one cluster (portable size)
 
 template <class T> struct Vec { static constexpr int n = 16 / sizeof(T); };
 
@@ -37,13 +44,16 @@ template <class T> __device__ __forceinline__ void load_vec(const T *p, float *v
 }
 
 // Rows layout. Grid: (column tiles of kColLanes vectors, ksplit). Block z
-// slice: rows [k0, k1). part: nullptr = write out directly (ksplit == 1),
-// else part[(slice * M + m) * N + n] gets this slice's float sum.
-template <class T, int MT>
+// slice: rows [k0, k1). Cluster: the ksplit blocks of a tile are one
+// cluster (1, ksplit, 1), whose rank 0 writes out. Otherwise part: nullptr
+// = write out directly (ksplit == 1), else part[(slice * M + m) * N + n]
+// gets this slice's float sum.
+template <class T, int MT, bool Cluster>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_rows(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
               T *__restrict__ out, float *__restrict__ part, int M, int64_t N, int64_t K,
               int64_t kchunk) {
+  lc_pdl_begin();
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cl = lane % kColLanes, rl = lane / kColLanes;
@@ -98,15 +108,40 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int i = 0; i < V; i++) red[warp][cl][m * V + i] = acc[m][i];
   __syncthreads();
-  for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
-    int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
-    int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
-    if (m >= M || n >= N) continue;
-    float s = 0.f;
+  if constexpr (Cluster) {
+    // this block's sums, then rank 0 adds the cluster's in rank (= slice) order
+    __shared__ float sums[kColLanes * MT * V];
+    for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
+      float s = 0.f;
 #pragma unroll
-    for (int w = 0; w < kWarps; w++) s += red[w][c][mi];
-    if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
-    else out[m * N + n] = lc_to<T>::f(s);
+      for (int w = 0; w < kWarps; w++) s += red[w][j / (MT * V)][j % (MT * V)];
+      sums[j] = s;
+    }
+    cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    cluster.sync();
+    if (cluster.block_rank() == 0) {
+      const unsigned nb = cluster.num_blocks();
+      for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
+        int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
+        int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
+        if (m >= M || n >= N) continue;
+        float s = sums[j];
+        for (unsigned r = 1; r < nb; r++) s += cluster.map_shared_rank(sums, r)[j];
+        out[m * N + n] = lc_to<T>::f(s);
+      }
+    }
+    cluster.sync(); // the other blocks' shared memory lives until rank 0 has read it
+  } else {
+    for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
+      int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
+      int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
+      if (m >= M || n >= N) continue;
+      float s = 0.f;
+#pragma unroll
+      for (int w = 0; w < kWarps; w++) s += red[w][c][mi];
+      if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
+      else out[m * N + n] = lc_to<T>::f(s);
+    }
   }
 }
 
@@ -114,6 +149,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 template <class T>
 __global__ void gemv_finish(const float *__restrict__ part, T *__restrict__ out, int64_t MN,
                             int ksplit) {
+  lc_pdl_begin();
   int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= MN) return;
   float s = 0.f;
@@ -127,6 +163,7 @@ template <class T, int MT>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_cols(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
               T *__restrict__ out, int M, int64_t N, int64_t K) {
+  lc_pdl_begin();
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31;
   const int64_t n = (int64_t)blockIdx.x * kWarps + (threadIdx.x >> 5);
@@ -175,6 +212,17 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
+// Clusters only with LACE_CUDA_GEMV_CLUSTER=1 (off by default until they
+// have run on a GPU): else partial sums through memory and a second kernel.
+// Read once.
+bool cluster_disabled() {
+  static const bool off = [] {
+    const char *e = getenv("LACE_CUDA_GEMV_CLUSTER");
+    return !(e && e[0] == '1' && !e[1]);
+  }();
+  return off;
+}
+
 // Values per 16-byte load for dtype dt; 0 for dtypes without a kernel.
 int vec_of(int dt) {
   switch (dt) {
@@ -185,10 +233,12 @@ int vec_of(int dt) {
 }
 
 // The grid of one product: rows layout, (tiles, ksplit) blocks over slices
-// of kchunk rows of b (ksplit > 1: float partial sums in scratch); cols
-// layout, `tiles` blocks of kWarps columns.
+// of kchunk rows of b (cluster: the slices of a tile are one cluster; else
+// ksplit > 1: float partial sums in scratch); cols layout, `tiles` blocks
+// of kWarps columns.
 struct Plan {
   int64_t tiles, ksplit, kchunk;
+  bool cluster;
 };
 
 // 0 with *p, LC_CU_UNSUPPORTED, or a negative cudaError_t. lc_cu_gemv_plan
@@ -203,14 +253,16 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
     return LC_CU_UNSUPPORTED;
   p->ksplit = 1;
   p->kchunk = g->K;
+  p->cluster = false;
   if (g->b_cols) {
     p->tiles = (g->N + kWarps - 1) / kWarps;
     return p->tiles > 0x7fffffff ? LC_CU_UNSUPPORTED : 0;
   }
   p->tiles = (g->N / V + kColLanes - 1) / kColLanes;
   if (p->tiles > 0x7fffffff) return LC_CU_UNSUPPORTED;
-  int sms = 132;
+  int sms = 132, clusters = 0;
   cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, g->dev);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return -(int)e;
@@ -222,40 +274,54 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
   int64_t ksplit = want < most ? want : most;
   if (ksplit < 1) ksplit = 1;
   if (ksplit > 64) ksplit = 64;
+  // One kernel rather than two where a cluster holds the slices: fewer
+  // blocks in flight, but no second launch (whose latency exceeds the
+  // whole read at decode sizes) and no partial sums through memory.
+  if (clusters && ksplit > 1 && !cluster_disabled()) {
+    if (ksplit > kMaxCluster) ksplit = kMaxCluster;
+    p->cluster = true;
+  }
   int64_t kchunk = (g->K + ksplit - 1) / ksplit;
   kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
   p->kchunk = kchunk;
   p->ksplit = (g->K + kchunk - 1) / kchunk;
+  // the rounding of kchunk can leave fewer slices; a cluster of one is a block
+  if (p->ksplit <= 1) p->cluster = false;
   return 0;
 }
 
 size_t part_bytes(const struct lc_cu_gemv *g, const Plan &p) {
-  return p.ksplit > 1 ? (size_t)p.ksplit * g->M * g->N * sizeof(float) : 0;
+  return p.ksplit > 1 && !p.cluster ? (size_t)p.ksplit * g->M * g->N * sizeof(float) : 0;
 }
 
 template <class T, int MT>
-void launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
+cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
   const T *a = (const T *)g->a, *b = (const T *)g->b;
   T *out = (T *)g->out;
-  if (!g->b_cols) {
-    float *part = p.ksplit > 1 ? g->part : nullptr;
-    gemv_rows<T, MT><<<dim3((unsigned)p.tiles, (unsigned)p.ksplit), kWarps * 32, 0, st>>>(
-        a, g->lda, b, g->ldb, out, part, g->M, g->N, g->K, p.kchunk);
-    if (part) {
-      int64_t mn = (int64_t)g->M * g->N;
-      gemv_finish<T><<<(unsigned)((mn + 255) / 256), 256, 0, st>>>(part, out, mn, (int)p.ksplit);
-    }
-  } else {
-    gemv_cols<T, MT><<<(unsigned)p.tiles, kWarps * 32, 0, st>>>(a, g->lda, b, g->ldb, out, g->M,
-                                                                g->N, g->K);
-  }
+  const dim3 block(kWarps * 32);
+  if (g->b_cols)
+    return lc_launch(gemv_cols<T, MT>, dim3((unsigned)p.tiles), block, 0, st, a, g->lda, b, g->ldb,
+                     out, g->M, g->N, g->K);
+  const dim3 grid((unsigned)p.tiles, (unsigned)p.ksplit);
+  if (p.cluster)
+    return lc_launch_cluster(gemv_rows<T, MT, true>, grid, block, 0, st,
+                             dim3(1, (unsigned)p.ksplit, 1), a, g->lda, b, g->ldb, out,
+                             (float *)nullptr, g->M, g->N, g->K, p.kchunk);
+  float *part = p.ksplit > 1 ? g->part : nullptr;
+  cudaError_t e = lc_launch(gemv_rows<T, MT, false>, grid, block, 0, st, a, g->lda, b, g->ldb, out,
+                            part, g->M, g->N, g->K, p.kchunk);
+  if (e != cudaSuccess || !part) return e;
+  int64_t mn = (int64_t)g->M * g->N;
+  return lc_launch(gemv_finish<T>, dim3((unsigned)((mn + 255) / 256)), dim3(256), 0, st, part, out,
+                   mn, (int)p.ksplit);
 }
 
-template <class T> void launch_m(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
-  if (g->M <= 1) launch<T, 1>(g, p, st);
-  else if (g->M <= 2) launch<T, 2>(g, p, st);
-  else if (g->M <= 4) launch<T, 4>(g, p, st);
-  else launch<T, 8>(g, p, st);
+template <class T>
+cudaError_t launch_m(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
+  if (g->M <= 1) return launch<T, 1>(g, p, st);
+  if (g->M <= 2) return launch<T, 2>(g, p, st);
+  if (g->M <= 4) return launch<T, 4>(g, p, st);
+  return launch<T, 8>(g, p, st);
 }
 
 } // namespace
@@ -273,11 +339,12 @@ extern "C" int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream) {
   if (rc) return rc;
   if (part_bytes(g, p) && !g->part) return -(int)cudaErrorInvalidValue;
   cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e;
   switch (g->dt) {
-    case MLX_FLOAT32: launch_m<float>(g, p, st); break;
-    case MLX_FLOAT16: launch_m<__half>(g, p, st); break;
-    default: launch_m<__nv_bfloat16>(g, p, st); break;  // plan() took only these three
+    case MLX_FLOAT32: e = launch_m<float>(g, p, st); break;
+    case MLX_FLOAT16: e = launch_m<__half>(g, p, st); break;
+    default: e = launch_m<__nv_bfloat16>(g, p, st); break;  // plan() took only these three
   }
-  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) (void)cudaGetLastError();
   return e == cudaSuccess ? 0 : -(int)e;
 }

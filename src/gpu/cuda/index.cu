@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/index.h"
 
 namespace {
@@ -134,6 +135,7 @@ __device__ __forceinline__ void offsets2(const lc_cu_copy &a, I i, int64_t *od, 
 }
 
 template <class U, class I> __global__ void copy_k(lc_cu_copy a, I n) {
+  lc_pdl_begin();
   int64_t off = a.dyn.n ? dyn_offset(a.dyn) : 0;
   U *dst = (U *)a.dst + (a.dyn_dst ? off : 0);
   const U *src = (const U *)a.src + (a.dyn_dst ? 0 : off);
@@ -145,6 +147,7 @@ template <class U, class I> __global__ void copy_k(lc_cu_copy a, I n) {
 }
 
 template <class T> __global__ void comb_k(lc_cu_copy a, int64_t n) {
+  lc_pdl_begin();
   int64_t off = a.dyn.n ? dyn_offset(a.dyn) : 0;
   T *dst = (T *)a.dst + (a.dyn_dst ? off : 0);
   const T *src = (const T *)a.src + (a.dyn_dst ? 0 : off);
@@ -194,7 +197,7 @@ extern "C" int lc_cu_copy_nd(const struct lc_cu_copy *in, void *stream) {
     grid_of(n, &b);
     lc_dispatch_real(a.dt, [&](auto *p) {
       using T = std::remove_pointer_t<decltype(p)>;
-      comb_k<T><<<b, 256, 0, s>>>(a, n);
+      lc_launch(comb_k<T>, dim3(b), dim3(256), 0, s, a, n);
       rc = 0;
     });
     return rc ? rc : done();
@@ -212,8 +215,8 @@ extern "C" int lc_cu_copy_nd(const struct lc_cu_copy *in, void *stream) {
   grid_of(n, &b);
   bool ok = by_size(a.itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    if (n < INT32_MAX) copy_k<U, uint32_t><<<b, 256, 0, s>>>(a, (uint32_t)n);
-    else copy_k<U, int64_t><<<b, 256, 0, s>>>(a, n);
+    if (n < INT32_MAX) lc_launch(copy_k<U, uint32_t>, dim3(b), dim3(256), 0, s, a, (uint32_t)n);
+    else lc_launch(copy_k<U, int64_t>, dim3(b), dim3(256), 0, s, a, n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -278,6 +281,7 @@ __device__ __forceinline__ int64_t nd_offset(int nd, const int64_t *shape, const
 }
 
 template <class U> __global__ void gather_k(struct lc_cu_gather a, int64_t n, int64_t slice_n) {
+  lc_pdl_begin();
   U *out = (U *)a.out;
   const U *src = (const U *)a.src;
   GRID_LOOP(i, n) {
@@ -288,6 +292,7 @@ template <class U> __global__ void gather_k(struct lc_cu_gather a, int64_t n, in
 }
 
 template <class U> __global__ void gather_axis_k(struct lc_cu_gather_axis a, int64_t n) {
+  lc_pdl_begin();
   U *out = (U *)a.out;
   const U *src = (const U *)a.src;
   GRID_LOOP(i, n) {
@@ -339,7 +344,7 @@ extern "C" int lc_cu_gather(const struct lc_cu_gather *in, void *stream) {
   grid_of(n, &b);
   bool ok = by_size(a.itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    gather_k<U><<<b, 256, 0, (cudaStream_t)stream>>>(a, n, slice_n);
+    lc_launch(gather_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, a, n, slice_n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -352,7 +357,7 @@ extern "C" int lc_cu_gather_axis(const struct lc_cu_gather_axis *a, void *stream
   grid_of(n, &b);
   bool ok = by_size(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    gather_axis_k<U><<<b, 256, 0, (cudaStream_t)stream>>>(*a, n);
+    lc_launch(gather_axis_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, *a, n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -378,6 +383,7 @@ __device__ __forceinline__ bool scatter_at(const struct lc_cu_scatter &a, int64_
 
 template <class T>
 __global__ void scatter_comb_k(struct lc_cu_scatter a, int64_t n, int64_t slice_n) {
+  lc_pdl_begin();
   GRID_LOOP(i, n) {
     int64_t p, uo, oo;
     if (scatter_at(a, i, slice_n, &p, &uo, &oo))
@@ -387,6 +393,7 @@ __global__ void scatter_comb_k(struct lc_cu_scatter a, int64_t n, int64_t slice_
 
 // Last write wins: win[slot] = the last index position writing the slot.
 __global__ void scatter_win_k(struct lc_cu_scatter a, int *win, int64_t count) {
+  lc_pdl_begin();
   GRID_LOOP(p, count) {
     int64_t slot = index_slot(a.ix, p);
     if (slot >= 0) atomicMax(win + slot, (int)p);
@@ -395,6 +402,7 @@ __global__ void scatter_win_k(struct lc_cu_scatter a, int *win, int64_t count) {
 
 template <class U>
 __global__ void scatter_set_k(struct lc_cu_scatter a, const int *win, int64_t n, int64_t slice_n) {
+  lc_pdl_begin();
   GRID_LOOP(i, n) {
     int64_t p, uo, oo;
     if (!scatter_at(a, i, slice_n, &p, &uo, &oo)) continue;
@@ -423,6 +431,7 @@ __device__ __forceinline__ bool saxis_at(const struct lc_cu_scatter_axis &a, int
 }
 
 template <class T> __global__ void saxis_comb_k(struct lc_cu_scatter_axis a, int64_t n) {
+  lc_pdl_begin();
   GRID_LOOP(p, n) {
     int64_t uo, oo;
     if (saxis_at(a, p, &uo, &oo)) atomic_comb<T>(a.mode, (T *)a.out + oo, ((const T *)a.upd)[uo]);
@@ -430,6 +439,7 @@ template <class T> __global__ void saxis_comb_k(struct lc_cu_scatter_axis a, int
 }
 
 __global__ void saxis_win_k(struct lc_cu_scatter_axis a, int *win, int64_t n) {
+  lc_pdl_begin();
   GRID_LOOP(p, n) {
     int64_t uo, oo;
     if (saxis_at(a, p, &uo, &oo)) atomicMax(win + oo, (int)p);
@@ -438,6 +448,7 @@ __global__ void saxis_win_k(struct lc_cu_scatter_axis a, int *win, int64_t n) {
 
 template <class U>
 __global__ void saxis_set_k(struct lc_cu_scatter_axis a, const int *win, int64_t n) {
+  lc_pdl_begin();
   GRID_LOOP(p, n) {
     int64_t uo, oo;
     if (saxis_at(a, p, &uo, &oo) && (!win || win[oo] == (int)p))
@@ -461,7 +472,7 @@ extern "C" int lc_cu_scatter(const struct lc_cu_scatter *a, void *stream, int *w
     int rc = LC_CU_UNSUPPORTED;
     lc_dispatch_real(a->dt, [&](auto *p) {
       using T = std::remove_pointer_t<decltype(p)>;
-      scatter_comb_k<T><<<b, 256, 0, s>>>(*a, n, slice_n);
+      lc_launch(scatter_comb_k<T>, dim3(b), dim3(256), 0, s, *a, n, slice_n);
       rc = 0;
     });
     return rc ? rc : done();
@@ -471,11 +482,11 @@ extern "C" int lc_cu_scatter(const struct lc_cu_scatter *a, void *stream, int *w
     if (e != cudaSuccess) return -(int)e;
     unsigned bc;
     grid_of(count, &bc);
-    scatter_win_k<<<bc, 256, 0, s>>>(*a, win, count);
+    lc_launch(scatter_win_k, dim3(bc), dim3(256), 0, s, *a, win, count);
   }
   bool ok = by_size(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    scatter_set_k<U><<<b, 256, 0, s>>>(*a, win, n, slice_n);
+    lc_launch(scatter_set_k<U>, dim3(b), dim3(256), 0, s, *a, win, n, slice_n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -491,7 +502,7 @@ extern "C" int lc_cu_scatter_axis(const struct lc_cu_scatter_axis *a, void *stre
     int rc = LC_CU_UNSUPPORTED;
     lc_dispatch_real(a->dt, [&](auto *p) {
       using T = std::remove_pointer_t<decltype(p)>;
-      saxis_comb_k<T><<<b, 256, 0, s>>>(*a, n);
+      lc_launch(saxis_comb_k<T>, dim3(b), dim3(256), 0, s, *a, n);
       rc = 0;
     });
     return rc ? rc : done();
@@ -499,11 +510,11 @@ extern "C" int lc_cu_scatter_axis(const struct lc_cu_scatter_axis *a, void *stre
   if (win) {
     cudaError_t e = cudaMemsetAsync(win, 0xff, (size_t)a->out_size * sizeof(int), s);
     if (e != cudaSuccess) return -(int)e;
-    saxis_win_k<<<b, 256, 0, s>>>(*a, win, n);
+    lc_launch(saxis_win_k, dim3(b), dim3(256), 0, s, *a, win, n);
   }
   bool ok = by_size(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    saxis_set_k<U><<<b, 256, 0, s>>>(*a, win, n);
+    lc_launch(saxis_set_k<U>, dim3(b), dim3(256), 0, s, *a, win, n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -540,6 +551,7 @@ __device__ __forceinline__ int64_t map_index(int kind, int64_t n, int64_t a, int
 }
 
 template <class U> __global__ void remap_k(struct lc_cu_remap a, int64_t n) {
+  lc_pdl_begin();
   U *out = (U *)a.out;
   const U *src = (const U *)a.src;
   GRID_LOOP(i, n) {
@@ -557,14 +569,17 @@ template <class U> __global__ void remap_k(struct lc_cu_remap a, int64_t n) {
 }
 
 template <class T> __global__ void arange_int_k(T *o, int64_t n, uint64_t a, uint64_t d) {
+  lc_pdl_begin();
   GRID_LOOP(i, n) o[i] = (T)(a + (uint64_t)i * d);
 }
 
 template <class T> __global__ void arange_float_k(T *o, int64_t n, double x0, double dx) {
+  lc_pdl_begin();
   GRID_LOOP(i, n) o[i] = lc_to<T>::f(x0 + (double)i * dx);
 }
 
 __global__ void arange_c64_k(float2 *o, int64_t n, double x0, double dx) {
+  lc_pdl_begin();
   GRID_LOOP(i, n) o[i] = make_float2((float)(x0 + (double)i * dx), 0.0f);
 }
 
@@ -578,7 +593,7 @@ extern "C" int lc_cu_remap(const struct lc_cu_remap *a, void *stream) {
   grid_of(n, &b);
   bool ok = by_size(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
-    remap_k<U><<<b, 256, 0, (cudaStream_t)stream>>>(*a, n);
+    lc_launch(remap_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, *a, n);
   });
   return ok ? done() : LC_CU_UNSUPPORTED;
 }
@@ -590,19 +605,19 @@ extern "C" int lc_cu_arange(void *out, int dt, int64_t n, uint64_t a, uint64_t d
   unsigned b;
   grid_of(n, &b);
   if (dt == MLX_COMPLEX64) {
-    arange_c64_k<<<b, 256, 0, s>>>((float2 *)out, n, x0, dx);
+    lc_launch(arange_c64_k, dim3(b), dim3(256), 0, s, (float2 *)out, n, x0, dx);
     return done();
   }
   int rc = LC_CU_UNSUPPORTED;
   if (lc_dispatch_int(dt, [&](auto *p) {
         using T = std::remove_pointer_t<decltype(p)>;
-        arange_int_k<T><<<b, 256, 0, s>>>((T *)out, n, a, d);
+        lc_launch(arange_int_k<T>, dim3(b), dim3(256), 0, s, (T *)out, n, a, d);
         rc = 0;
       }))
     return rc ? rc : done();
   lc_dispatch_float(dt, [&](auto *p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    arange_float_k<T><<<b, 256, 0, s>>>((T *)out, n, x0, dx);
+    lc_launch(arange_float_k<T>, dim3(b), dim3(256), 0, s, (T *)out, n, x0, dx);
     rc = 0;
   });
   return rc ? rc : done();

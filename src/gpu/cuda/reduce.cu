@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/kernels.h"
 #include "ops/reduce_kern.h"
 #include "gpu/cuda/reduce_fold.cuh"
@@ -121,6 +122,7 @@ __host__ Plan plan_rows(int64_t rows, int64_t len, int V) {
 // deviations).
 template <class TI, class TO, class A>
 __global__ void reduce_rows(lc_cu_reduce a, bool vec, int G, int64_t S, int64_t chunk) {
+  lc_pdl_begin();
   __shared__ A sh[kThreads / 32];
   const int64_t seg = (int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G;
   const int lane = threadIdx.x % G;
@@ -219,6 +221,7 @@ template <class A> __device__ void moment_merge(A &n, A &mean, A &q, A n2, A mea
 // lane l merging segments l, l + 32, ... in order, then the warp's lanes.
 template <class TO, class A>
 __global__ void reduce_parts(lc_cu_reduce a, int64_t S, int64_t chunk) {
+  lc_pdl_begin();
   const int64_t row = (int64_t)blockIdx.x * (kThreads / 32) + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (row >= a.rows) return; // no barrier below
@@ -271,6 +274,7 @@ __global__ void reduce_parts(lc_cu_reduce a, int64_t S, int64_t chunk) {
 
 __global__ void copy_strided(char *out, const char *in, int isz, int ndim,
                              lc_cu_ew shape_holder, int64_t n) {
+  lc_pdl_begin();
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
        i += (int64_t)gridDim.x * blockDim.x) {
     int64_t r = i, off = 0;
@@ -296,6 +300,7 @@ __global__ void copy_strided(char *out, const char *in, int isz, int ndim,
 // float (double for float64), whatever the storage type.
 template <class T, class A>
 __global__ void softmax_rows(const T *in, T *out, int64_t rows, int64_t len, bool vec, int G) {
+  lc_pdl_begin();
   __shared__ A sh[kThreads / 32];
   const int64_t row = (int64_t)blockIdx.x * (kThreads / G) + threadIdx.x / G;
   const int lane = threadIdx.x % G;
@@ -346,8 +351,8 @@ extern "C" int lc_cu_softmax_rows(int dt, int64_t rows, int64_t len, const void 
     if (!getenv("LACE_CUDA_REDUCE_G"))
       for (p.G = 32; p.G < kThreads && (len / V > (int64_t)U * p.G || rows * p.G < kWant);) p.G *= 2;
     const int per = kThreads / p.G;
-    softmax_rows<T, A><<<(unsigned)((rows + per - 1) / per), kThreads, 0, (cudaStream_t)stream>>>(
-        (const T *)in, (T *)out, rows, len, vec, p.G);
+    lc_launch(softmax_rows<T, A>, dim3((unsigned)((rows + per - 1) / per)), dim3(kThreads), 0,
+              (cudaStream_t)stream, (const T *)in, (T *)out, rows, len, vec, p.G);
     rc = 0;
   });
   if (rc) return rc;
@@ -391,9 +396,11 @@ extern "C" int lc_cu_reduce_rows(const struct lc_cu_reduce *a, void *stream) {
       bool vec = rows_aligned<TI>(a->in, a->len);
       auto run = [&](auto *acc) {
         using R = std::remove_pointer_t<decltype(acc)>;
-        reduce_rows<TI, TO, R><<<(unsigned)blocks, kThreads, 0, s>>>(*a, vec, p.G, p.S, p.chunk);
+        lc_launch(reduce_rows<TI, TO, R>, dim3((unsigned)blocks), dim3(kThreads), 0, s, *a, vec,
+                  p.G, p.S, p.chunk);
         if (p.S > 1)
-          reduce_parts<TO, R><<<(unsigned)((a->rows + 7) / 8), kThreads, 0, s>>>(*a, p.S, p.chunk);
+          lc_launch(reduce_parts<TO, R>, dim3((unsigned)((a->rows + 7) / 8)), dim3(kThreads), 0, s,
+                    *a, p.S, p.chunk);
       };
       if (std::is_floating_point<A0>::value || !float_kind) run((A0 *)0);
       else run((A *)0);
@@ -417,8 +424,8 @@ extern "C" int lc_cu_copy_strided(void *out, const void *in, int itemsize, int n
   }
   int64_t b = (n + 255) / 256;
   unsigned blocks = (unsigned)(b < 132 * 32 ? b : 132 * 32);
-  copy_strided<<<blocks, 256, 0, (cudaStream_t)stream>>>((char *)out, (const char *)in, itemsize,
-                                                          ndim, h, n);
+  lc_launch(copy_strided, dim3(blocks), dim3(256), 0, (cudaStream_t)stream, (char *)out,
+            (const char *)in, itemsize, ndim, h, n);
   cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? 0 : -(int)e;
 }

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/kernels.h"
 #include "ops/reduce_kern.h"
 #include "gpu/cuda/reduce_fold.cuh"
@@ -42,6 +43,7 @@ __host__ Plan plan_cols(const struct lc_cu_reduce_cols *a) {
 // b / (S tiles). Writes the result (S == 1) or the partial value.
 template <class TI, class TO, class A>
 __global__ void reduce_cols(struct lc_cu_reduce_cols a, Plan p) {
+  lc_pdl_begin();
   __shared__ A sh[kWarps][kCols];
   const int64_t b = blockIdx.x, seg = b % p.S, tile = b / p.S % p.tiles, o = b / p.S / p.tiles;
   const int lane = threadIdx.x % kCols, w = threadIdx.x / kCols;
@@ -78,6 +80,7 @@ __global__ void reduce_cols(struct lc_cu_reduce_cols a, Plan p) {
 // One thread per output: its S partial values merged in order.
 template <class TO, class A>
 __global__ void reduce_cols_parts(struct lc_cu_reduce_cols a, Plan p) {
+  lc_pdl_begin();
   const int64_t at = (int64_t)blockIdx.x * kThreads + threadIdx.x;
   if (at >= a.outer * a.inner) return;
   Combine<A> f{a.kind == LC_RED_MEAN ? LC_RED_SUM : a.kind};
@@ -128,10 +131,11 @@ extern "C" int lc_cu_reduce_cols(const struct lc_cu_reduce_cols *a, void *stream
       using A = typename std::conditional<std::is_floating_point<A0>::value, A0, double>::type;
       auto run = [&](auto *acc) {
         using R = std::remove_pointer_t<decltype(acc)>;
-        reduce_cols<TI, TO, R><<<(unsigned)blocks, kThreads, 0, s>>>(*a, p);
+        lc_launch(reduce_cols<TI, TO, R>, dim3((unsigned)blocks), dim3(kThreads), 0, s, *a, p);
         if (p.S > 1) {
           const int64_t n = a->outer * a->inner;
-          reduce_cols_parts<TO, R><<<(unsigned)((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(*a, p);
+          lc_launch(reduce_cols_parts<TO, R>, dim3((unsigned)((n + kThreads - 1) / kThreads)),
+                    dim3(kThreads), 0, s, *a, p);
         }
       };
       if (std::is_floating_point<A0>::value || a->kind != LC_RED_MEAN) run((A0 *)0);
