@@ -242,7 +242,8 @@ int main(int argc, char **argv) {
   int steps = (int)bench_env_double("LACE_DECODE_STEPS", quick ? 8 : 64),
       warm = (int)bench_env_double("LACE_DECODE_WARM", quick ? 2 : 8);
   const char *only = getenv("LACE_DECODE_ONLY");
-  int first_mode = only && !strcmp(only, "compiled"), last_mode = only && !strcmp(only, "uncompiled") ? 0 : 1;
+  int first_mode = only && !strcmp(only, "compiled"),
+      last_mode = only && !strcmp(only, "uncompiled") ? 0 : 1;
   if (steps < 1 || warm < 0) {
     fprintf(stderr, "bench_decode: LACE_DECODE_STEPS must be >= 1, LACE_DECODE_WARM >= 0\n");
     return 1;

@@ -108,15 +108,22 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
       for (int i = 0; i < V; i++) red[warp][cl][m * V + i] = acc[m][i];
   __syncthreads();
-  if constexpr (Cluster) {
-    // this block's sums, then rank 0 adds the cluster's in rank (= slice) order
-    __shared__ float sums[kColLanes * MT * V];
-    for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
-      float s = 0.f;
+  // this block's sums; with clusters, rank 0 then adds the cluster's in rank
+  // (= slice) order
+  __shared__ float sums[Cluster ? kColLanes * MT * V : 1];
+  for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
+    int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
+    float s = 0.f;
 #pragma unroll
-      for (int w = 0; w < kWarps; w++) s += red[w][j / (MT * V)][j % (MT * V)];
-      sums[j] = s;
+    for (int w = 0; w < kWarps; w++) s += red[w][c][mi];
+    int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
+    if constexpr (Cluster) sums[j] = s;
+    else if (m < M && n < N) {
+      if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
+      else out[m * N + n] = lc_to<T>::f(s);
     }
+  }
+  if constexpr (Cluster) {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync();
     if (cluster.block_rank() == 0) {
@@ -131,17 +138,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
     cluster.sync(); // the other blocks' shared memory lives until rank 0 has read it
-  } else {
-    for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
-      int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
-      int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
-      if (m >= M || n >= N) continue;
-      float s = 0.f;
-#pragma unroll
-      for (int w = 0; w < kWarps; w++) s += red[w][c][mi];
-      if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
-      else out[m * N + n] = lc_to<T>::f(s);
-    }
   }
 }
 
@@ -262,7 +258,8 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
   if (p->tiles > 0x7fffffff) return LC_CU_UNSUPPORTED;
   int sms = 132, clusters = 0;
   cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, g->dev);
+  if (e == cudaSuccess && !cluster_disabled())
+    e = cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, g->dev);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     return -(int)e;
@@ -277,7 +274,7 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
   // One kernel rather than two where a cluster holds the slices: fewer
   // blocks in flight, but no second launch (whose latency exceeds the
   // whole read at decode sizes) and no partial sums through memory.
-  if (clusters && ksplit > 1 && !cluster_disabled()) {
+  if (clusters && ksplit > 1) {
     if (ksplit > kMaxCluster) ksplit = kMaxCluster;
     p->cluster = true;
   }
