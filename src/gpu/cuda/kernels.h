@@ -17,8 +17,7 @@ extern "C" {
 #define LC_CU_UNSUPPORTED 2
 
 /* Whether kernels are launched with programmatic stream serialization
- * (gpu/cuda/pdl.cuh): 1 when LACE_CUDA_PDL=1 (off by default until it has
- * run on a GPU). */
+ * (gpu/cuda/pdl.cuh): 1 unless LACE_CUDA_PDL=0. */
 int lc_cu_pdl_enabled(void);
 #define LC_CU_MAX_DIMS 8
 #define LC_CU_MAX_IN 3
