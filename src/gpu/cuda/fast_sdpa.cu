@@ -20,7 +20,6 @@
 // so rows of -inf scores give NaN as on the CPU.
 #include <cuda_runtime.h>
 #include <math.h>
-#include <stdlib.h>
 
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/pdl.cuh"
@@ -37,16 +36,6 @@ struct Plan {
   int V, npk, LPK, P, RT, RH, QR, nsub, ntile, nsplit, ksplit;
 };
 
-// LACE_CUDA_SDPA_PACKS (1 or 2, default 2): packs of a row per lane where
-// rows have 16 or more. Read once.
-int packs_per_lane() {
-  static const int n = [] {
-    const char *e = getenv("LACE_CUDA_SDPA_PACKS");
-    return e && e[0] == '1' && !e[1] ? 1 : 2;
-  }();
-  return n;
-}
-
 // The launch shape for a, or false when the kernel does not cover it.
 bool make_plan(const struct lc_cu_sdpa *a, Plan *p) {
   int sz = a->dt == MLX_FLOAT32 ? 4 : (a->dt == MLX_FLOAT16 || a->dt == MLX_BFLOAT16) ? 2 : 0;
@@ -54,12 +43,8 @@ bool make_plan(const struct lc_cu_sdpa *a, Plan *p) {
   p->V = 16 / sz;
   if (a->D % p->V) return false;
   p->npk = a->D / p->V;
-  /* one query row (decode) of 16 packs or more: 2 packs per lane, so that
-   * a warp reads twice the keys per step (half the dependent steps of the
-   * short splits); LACE_CUDA_SDPA_PACKS=1 keeps one */
-  const int half = packs_per_lane() == 2 && p->npk >= 16 && a->qL == 1 ? 2 : 1;
   p->LPK = 1;
-  while (p->LPK * half < p->npk && p->LPK < 32) p->LPK <<= 1;
+  while (p->LPK < p->npk && p->LPK < 32) p->LPK <<= 1;
   p->P = (p->npk + p->LPK - 1) / p->LPK;
   if (p->P > 2) return false;
   int G = a->Hq / a->Hkv, most_rt = 8 / p->P;
@@ -144,7 +129,21 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int base = t0 + warp * kpw; base < t1; base += kWarps * kpw) {
     const int t = base + grp;
     const bool valid = t < t1;
-    float kf[P][V], vf[P][V], s[RT];
+    float kf[P][V], vf[P][V], s[RT], madd[RT];
+    bool keep[RT];
+    /* the mask's values for this key, loaded with k and v (not after the
+     * shuffles: one memory latency per step, not two) */
+#pragma unroll
+    for (int r = 0; r < RT; r++) {
+      madd[r] = 0.f;
+      keep[r] = true;
+      if (a.mask && valid && t < kend[r]) {
+        int64_t mo = b * a.ms[0] + (int64_t)(h0 + r % RH) * a.ms[1] +
+                     (int64_t)(tile * QR + r / RH) * a.ms[2] + t * a.ms[3];
+        if (a.mask_bool) keep[r] = ((const bool *)a.mask)[mo];
+        else madd[r] = lc_ld(((const T *)a.mask)[mo]);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < P; j++) { /* both loads in flight before the shuffles */
       int pk = li + j * LPK;
@@ -178,12 +177,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (t >= kend[r]) continue; /* past the causal limit (or a dead row) */
       if (all_masked[r]) s[r] = a.lowest;
       if (a.mask) {
-        int64_t mo = b * a.ms[0] + (int64_t)(h0 + r % RH) * a.ms[1] +
-                     (int64_t)(tile * QR + r / RH) * a.ms[2] + t * a.ms[3];
         if (a.mask_bool) {
-          if (!((const bool *)a.mask)[mo]) s[r] = a.lowest;
+          if (!keep[r]) s[r] = a.lowest;
         } else {
-          s[r] += lc_ld(((const T *)a.mask)[mo]);
+          s[r] += madd[r];
         }
       }
       float mn = fmaxf(m[r], s[r]);
