@@ -85,6 +85,10 @@ int lc_compile_simplify(struct lc_cprog *p);
  * last axis with their elementwise prologues and epilogues, into FUSED
  * instructions. 0, or 1 after reporting. */
 int lc_compile_fuse(struct lc_cprog *p);
+/* Rewrites add(matmul(a, b), c) as one MATMUL with c added after rounding
+ * (compile/fuse_epilogue.c): on GPU instructions, where the GEMV kernels
+ * add c as they write. 0, or 1 after reporting. */
+int lc_compile_fuse_epilogues(struct lc_cprog *p);
 /* Decides p->poly: whether shapeless replay can recompute every shape. */
 void lc_compile_check_poly(struct lc_cprog *p);
 

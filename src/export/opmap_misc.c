@@ -124,16 +124,11 @@ const struct lc_ximp lc_ximp_misc[] = {
 
 /* ---- export ---- */
 
-/* lace's matmul params (linalg.c): batch dims nb, the split of a's and
- * b's trailing dims into rows and columns, flags; MLX's Matmul/AddMM are
- * the plain (..., M, K) @ (..., K, N) case. */
-struct mm_params {
-  int nb, a_split, b_split, has_c, gather, segmented;
-  float alpha, beta;
-};
-
+/* MATMUL (ops/linalg.h): MLX's Matmul/AddMM are the plain
+ * (..., M, K) @ (..., K, N) case. (c_rounded products come from compile's
+ * fusion pass only, which exported programs never run.) */
 static int ex_matmul(struct lc_xemit *e, const struct lc_cinstr *ins) {
-  struct mm_params p;
+  struct lc_matmul_params p;
   if (ins->params_size != sizeof p) return lc_error("internal: matmul params changed layout");
   memcpy(&p, ins->params, sizeof p);
   const struct lc_cval *a = &e->p->vals[ins->in[0]], *bv = &e->p->vals[ins->in[1]];

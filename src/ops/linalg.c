@@ -213,6 +213,20 @@ static mlx_dtype compute_type(mlx_dtype t) {
   return t == MLX_FLOAT16 || t == MLX_BFLOAT16 ? MLX_FLOAT32 : t;
 }
 
+/* out += c (input 2, the output's shape) as the ADD primitive computes it
+ * in the output dtype. */
+static int add_c_rounded(struct lc_node *n) {
+  size_t isz = lc_dtype_size(n->dtype);
+  void *c = lc_alloc((size_t)n->size * isz);
+  if (!c) return 1;
+  lc_node_copy_out(n->in[2], c);
+  const void *in[2] = {n->buf->data, c};
+  const int64_t is[2] = {1, 1};
+  lc_prims[LC_OP_ADD]->ew(n->size, n->buf->data, n->dtype, in, is, n->dtype, NULL);
+  lc_free(c, (size_t)n->size * isz);
+  return 0;
+}
+
 static int matmul_eval(struct lc_node *n) {
   const struct lc_matmul_params *p = n->params;
   if (lc_node_alloc_data(n)) return 1;
@@ -281,11 +295,13 @@ static int matmul_eval(struct lc_node *n) {
       goto done;
     }
   }
-  if (p->has_c) {
+  /* c_rounded: c is added after the product is rounded (add_c_rounded) */
+  bool with_c = p->has_c && !p->c_rounded;
+  if (with_c) {
     lc_node_copy_out(n->in[2], n->buf->data);
     if (ct != ot) lc_convert(n->size, work, ct, n->buf->data, 1, ot);
   }
-  float beta = p->has_c ? p->beta : 0.0f;
+  float beta = with_c ? p->beta : 0.0f;
   memset(idx, 0, sizeof idx);
   int64_t aoff = 0, boff = 0;
   for (int64_t bi = 0; bi < batches; bi++) {
@@ -316,7 +332,7 @@ static int matmul_eval(struct lc_node *n) {
       naive(ot, M, N, K, A.base + aoff * (int64_t)csz, A.rs, A.cs, B.base + boff * (int64_t)csz,
             B.rs, B.cs, out);
     } else if (kb == 0) {
-      if (!p->has_c) memset(out, 0, (size_t)(M * N) * csz);
+      if (!with_c) memset(out, 0, (size_t)(M * N) * csz);
       else if (beta != 1.0f)
         for (int64_t i = 0; i < M * N; i++) {
           if (ct == MLX_FLOAT64) ((double *)out)[i] *= beta;
@@ -347,6 +363,7 @@ static int matmul_eval(struct lc_node *n) {
     }
   }
   if (ct != ot && !rc) lc_convert(n->size, n->buf->data, ot, work, 1, ct);
+  if (!rc && p->c_rounded) rc = add_c_rounded(n);
 done:
   if (sa) lc_free(sa, sa_bytes);
   if (sb) lc_free(sb, sb_bytes);
@@ -1144,7 +1161,7 @@ static struct lc_node *mm_with(struct lc_node *n, int k, struct lc_node *x) {
   int nin = p.has_c ? 2 : n->nin;
   for (int i = 0; i < nin; i++) in[i] = n->in[i];
   in[k] = x;
-  p.has_c = 0;
+  p.has_c = p.c_rounded = 0;
   return lc_node_new_op(LC_OP_MATMUL, n->dtype, n->ndim, n->shape, nin, in, &p, sizeof p);
 }
 

@@ -56,6 +56,9 @@ struct lc_matmul_params {
                   uint32 indices (the output's batch shape) choosing a's and b's matrix */
   int segmented; /* segmented_mm: a (M, K), b (K, N); input 2 holds uint32 [start, end)
                     pairs, one per output batch, restricting the contraction to them */
+  int c_rounded; /* has_c, alpha = beta = 1: out = (a @ b rounded to the output dtype) + c,
+                    added in that dtype: bit for bit the value add(matmul(a, b), c) has
+                    (compile's epilogue fusion, compile/fuse_epilogue.c) */
   float alpha, beta;
 };
 

@@ -124,13 +124,14 @@ static atomic_ulong gemv_launches;
 
 unsigned long lc_gpu_gemv_launches(void) { return atomic_load(&gemv_launches); }
 
-/* out = a b through lc_cu_gemv when there are at most LC_CU_GEMV_MAX_M
- * rows in all (batches of a over one shared b fold into rows). 0 (done),
+/* out = a b (+ c, rounded first: c_rounded) through lc_cu_gemv when there
+ * are at most LC_CU_GEMV_MAX_M rows in all (batches of a over one shared b
+ * fold into rows; c's row r at c + r * ldc). 0 (done),
  * LC_CU_UNSUPPORTED (nothing queued: cuBLAS instead), or 1 after
  * reporting. The k-split scratch comes from lc_gpu_malloc, which reports
  * its own failure. */
 static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B, int64_t M,
-                    int64_t K, int64_t N, int64_t batches) {
+                    int64_t K, int64_t N, int64_t batches, const void *c, int64_t ldc) {
   if (gemv_disabled() || A->op != CUBLAS_OP_N || (batches > 1 && B->batch_stride != 0))
     return LC_CU_UNSUPPORTED;
   /* a's rows over all batches must be equally spaced */
@@ -142,7 +143,7 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   struct lc_cu_gemv g = {.dt = n->dtype, .dev = n->dev, .M = (int)rows, .N = N, .K = K,
                          .lda = lda, .ldb = B->ld, .b_cols = B->op == CUBLAS_OP_T,
                          .a = lc_node_dev_data(n->in[0]), .b = lc_node_dev_data(n->in[1]),
-                         .out = n->buf->dev_data};
+                         .out = n->buf->dev_data, .c = c, .ldc = ldc};
   size_t part = 0;
   int rc = lc_cu_gemv_plan(&g, &part);
   if (rc == LC_CU_UNSUPPORTED) return rc;
@@ -156,6 +157,58 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   }
   /* a negative CUDA error (lc_cu_gemv declines only where the plan did) */
   return rc == LC_CU_UNSUPPORTED ? rc : lc_cuda_result(rc, "matmul (gemv)");
+}
+
+/* c_rounded's c as the GEMV kernels read it: row r (of the M * batches
+ * rows) at c + r * ldc, contiguous along n; else a copy of it in out
+ * (ldc = N), which each output element reads before writing it. NULL
+ * after reporting a failed copy. */
+static const void *gemv_addend(struct lc_node *n, const struct lc_matmul_params *p, int64_t M,
+                               int64_t N, int64_t batches, int64_t *ldc) {
+  const struct lc_node *c = n->in[2];
+  struct mat C;
+  int64_t R, Cn;
+  if (layout(c, p->nb, p->a_split, p->nb, n->shape, &C, &R, &Cn) && R == M && Cn == N &&
+      C.op == CUBLAS_OP_N) {
+    int64_t ld = M > 1 ? C.ld : (batches > 1 ? C.batch_stride : N);
+    if (batches == 1 || M == 1 || C.batch_stride == M * C.ld) {
+      *ldc = ld;
+      return lc_node_dev_data(c);
+    }
+  }
+  *ldc = N;
+  if (lc_cuda_result(lc_cu_copy_strided(n->buf->dev_data, lc_node_dev_data(c),
+                                        (int)lc_dtype_size(n->dtype), c->ndim, c->shape,
+                                        c->strides, c->size, lc_gpu_stream(n->dev)),
+                     "matmul (copy of c)"))
+    return NULL;
+  return n->buf->dev_data;
+}
+
+/* out += c (input 2, the output's shape) with the add primitive's kernel:
+ * c_rounded where the product went through cuBLAS. */
+static int add_c_after(struct lc_node *n) {
+  const struct lc_node *c = n->in[2];
+  struct lc_cu_ew e = {.op = LC_OP_ADD, .out_dt = n->dtype, .in_dt = n->dtype, .nin = 2,
+                       .n = n->size, .out = n->buf->dev_data};
+  e.in[0] = n->buf->dev_data;
+  e.in[1] = lc_node_dev_data(c);
+  if (c->ndim > LC_CU_MAX_DIMS) return lc_error("matmul on the GPU: c has too many dimensions");
+  e.ndim = c->ndim;
+  for (int d = 0; d < c->ndim; d++) {
+    e.shape[d] = c->shape[d];
+    e.strides[1][d] = c->strides[d];
+    e.strides[0][d] = 0;
+  }
+  /* out is contiguous: its row-major strides */
+  int64_t st = 1;
+  for (int d = c->ndim - 1; d >= 0; d--) {
+    e.strides[0][d] = st;
+    st *= c->shape[d];
+  }
+  int rc = lc_cu_elementwise(&e, lc_gpu_stream(n->dev));
+  return rc == LC_CU_UNSUPPORTED ? lc_error("matmul on the GPU: no kernel adds c")
+                                 : lc_cuda_result(rc, "matmul (add of c)");
 }
 
 /* Whether float32 products may use TF32 (MLX_ENABLE_TF32, read once: a
@@ -200,7 +253,8 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   void *stream = lc_gpu_stream(n->dev);
   size_t isz = lc_dtype_size(n->dtype);
   double beta = 0.0;
-  if (p->has_c) { /* out = c first, then out = alpha a b + beta out */
+  bool c_after = p->has_c && p->c_rounded; /* c added to the rounded product */
+  if (p->has_c && !c_after) { /* out = c first, then out = alpha a b + beta out */
     const struct lc_node *c = n->in[2];
     int rc = lc_cuda_result(lc_cu_copy_strided(n->buf->dev_data, lc_node_dev_data(c), (int)isz,
                                                c->ndim, c->shape, c->strides, c->size, stream),
@@ -208,15 +262,20 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
     if (rc) goto fail_rc;
     beta = p->beta;
   }
-  if (K == 0) { /* an empty contraction: beta c, or zeros */
-    if (!p->has_c && cudaMemsetAsync(n->buf->dev_data, 0, (size_t)n->size * isz, stream)) {
+  if (K == 0) { /* an empty contraction: beta c, or zeros (+ c) */
+    if ((!p->has_c || c_after) &&
+        cudaMemsetAsync(n->buf->dev_data, 0, (size_t)n->size * isz, stream)) {
       lc_error("matmul on the GPU: memset failed");
       goto fail;
     }
+    if (c_after && add_c_after(n)) goto fail;
     return 0;
   }
-  if (!p->has_c && p->alpha == 1.0f && n->dtype != MLX_FLOAT64) {
-    int g = try_gemv(n, &A, &B, M, K, N, batches);
+  if ((!p->has_c || c_after) && p->alpha == 1.0f && n->dtype != MLX_FLOAT64) {
+    int64_t ldc = 0;
+    const void *c = NULL;
+    if (c_after && !(c = gemv_addend(n, p, M, N, batches, &ldc))) goto fail;
+    int g = try_gemv(n, &A, &B, M, K, N, batches, c, ldc);
     if (g == 0) return 0;
     if (g != LC_CU_UNSUPPORTED) goto fail;
   }
@@ -234,6 +293,7 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
                                  CUBLAS_GEMM_DEFAULT),
       "matmul", "gemm");
   lc_cuda_blas_end(n->dev);
+  if (!rc && c_after) rc = add_c_after(n);
   if (!rc) return 0;
 fail:
   rc = 1;

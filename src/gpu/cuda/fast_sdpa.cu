@@ -129,7 +129,21 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int base = t0 + warp * kpw; base < t1; base += kWarps * kpw) {
     const int t = base + grp;
     const bool valid = t < t1;
-    float kf[P][V], vf[P][V], s[RT];
+    float kf[P][V], vf[P][V], s[RT], madd[RT];
+    bool keep[RT];
+    /* the mask's values for this key, loaded with k and v (not after the
+     * shuffles: one memory latency per step, not two) */
+#pragma unroll
+    for (int r = 0; r < RT; r++) {
+      madd[r] = 0.f;
+      keep[r] = true;
+      if (a.mask && valid && t < kend[r]) {
+        int64_t mo = b * a.ms[0] + (int64_t)(h0 + r % RH) * a.ms[1] +
+                     (int64_t)(tile * QR + r / RH) * a.ms[2] + t * a.ms[3];
+        if (a.mask_bool) keep[r] = ((const bool *)a.mask)[mo];
+        else madd[r] = lc_ld(((const T *)a.mask)[mo]);
+      }
+    }
 #pragma unroll
     for (int j = 0; j < P; j++) { /* both loads in flight before the shuffles */
       int pk = li + j * LPK;
@@ -163,12 +177,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (t >= kend[r]) continue; /* past the causal limit (or a dead row) */
       if (all_masked[r]) s[r] = a.lowest;
       if (a.mask) {
-        int64_t mo = b * a.ms[0] + (int64_t)(h0 + r % RH) * a.ms[1] +
-                     (int64_t)(tile * QR + r / RH) * a.ms[2] + t * a.ms[3];
         if (a.mask_bool) {
-          if (!((const bool *)a.mask)[mo]) s[r] = a.lowest;
+          if (!keep[r]) s[r] = a.lowest;
         } else {
-          s[r] += lc_ld(((const T *)a.mask)[mo]);
+          s[r] += madd[r];
         }
       }
       float mn = fmaxf(m[r], s[r]);
@@ -245,30 +257,69 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// Merges the nsplit partial states of one (row, head) into the output.
-template <class T> __global__ void sdpa_combine(struct lc_cu_sdpa a, int nsplit) {
+// Merges the nsplit partial states of one (row, head) into the output:
+// the splits' maxima and weights first, spread over the threads (shared
+// memory: nsplit weights, then kCombineThreads / 32 partials), then each
+// output element's sum over the splits with its loads independent of one
+// another. The order of every sum is fixed: the result does not depend on
+// scheduling.
+constexpr int kCombineThreads = 128;
+
+// The sum (max) of v over the block, every thread's answer; red holds
+// kCombineThreads / 32 floats and is free again when it returns.
+template <bool Max> __device__ float block_fold(float v, float *red) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    float w = __shfl_xor_sync(0xffffffffu, v, o);
+    v = Max ? fmaxf(v, w) : v + w;
+  }
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < kCombineThreads / 32; w++) v = Max ? fmaxf(v, red[w]) : v + red[w];
+  __syncthreads();
+  return v;
+}
+
+template <class T> __global__ void __launch_bounds__(kCombineThreads)
+    sdpa_combine(struct lc_cu_sdpa a, int nsplit) {
   lc_pdl_begin();
+  extern __shared__ float wts[]; /* nsplit weights, then the fold's partials */
+  float *red = wts + nsplit;
   const int D = a.D;
   const int64_t rh = blockIdx.x, row = rh / a.Hq; /* (b * qL + i) * Hq + h */
   const int h = (int)(rh % a.Hq), b = (int)(row / a.qL), i = (int)(row % a.qL);
   const float *pp = a.work + rh * nsplit * (int64_t)(D + 2);
   float M = -INFINITY, sink = 0;
-  for (int s = 0; s < nsplit; s++) M = fmaxf(M, pp[s * (D + 2) + D]);
+  for (int s = threadIdx.x; s < nsplit; s += kCombineThreads) M = fmaxf(M, pp[s * (D + 2) + D]);
+  M = block_fold<true>(M, red);
   if (a.sinks) {
     sink = lc_ld(((const T *)a.sinks)[h * a.ss]);
     M = fmaxf(M, sink);
   }
+  float L = 0;
+  for (int s = threadIdx.x; s < nsplit; s += kCombineThreads) {
+    float c = ex(pp[s * (D + 2) + D], M);
+    wts[s] = c;
+    L += pp[s * (D + 2) + D + 1] * c;
+  }
+  L = block_fold<false>(L, red); /* its barrier also publishes wts */
+  if (a.sinks) L += ex(sink, M);
+  const float inv = 1.0f / L;
   T *o = (T *)a.out + (((int64_t)b * a.Hq + h) * a.qL + i) * D;
-  for (int d = threadIdx.x; d < D; d += blockDim.x) {
-    float L = 0, A = 0;
-    for (int s = 0; s < nsplit; s++) {
-      const float *src = pp + s * (D + 2);
-      float c = ex(src[D], M);
-      L += src[D + 1] * c;
-      A += src[d] * c;
+  for (int d = threadIdx.x; d < D; d += kCombineThreads) {
+    float A = 0;
+    int s = 0;
+    for (; s + 4 <= nsplit; s += 4) {
+      float x0 = pp[(s + 0) * (D + 2) + d], x1 = pp[(s + 1) * (D + 2) + d];
+      float x2 = pp[(s + 2) * (D + 2) + d], x3 = pp[(s + 3) * (D + 2) + d];
+      A += x0 * wts[s];
+      A += x1 * wts[s + 1];
+      A += x2 * wts[s + 2];
+      A += x3 * wts[s + 3];
     }
-    if (a.sinks) L += ex(sink, M);
-    o[d] = lc_st<T>::f(A * (1.0f / L));
+    for (; s < nsplit; s++) A += pp[s * (D + 2) + d] * wts[s];
+    o[d] = lc_st<T>::f(A * inv);
   }
 }
 
@@ -298,9 +349,9 @@ template <class T> void launch(const struct lc_cu_sdpa &a, const Plan &p, cudaSt
     default: launch_split<T, 2, 4>(a, p, s); break;
   }
   if (p.nsplit > 1) {
-    int threads = a.D < 128 ? (a.D + 31) / 32 * 32 : 128;
-    lc_launch(sdpa_combine<T>, dim3((unsigned)((int64_t)a.B * a.qL * a.Hq)), dim3(threads), 0, s, a,
-              p.nsplit);
+    size_t shm = sizeof(float) * ((size_t)p.nsplit + kCombineThreads / 32);
+    lc_launch(sdpa_combine<T>, dim3((unsigned)((int64_t)a.B * a.qL * a.Hq)),
+              dim3(kCombineThreads), shm, s, a, p.nsplit);
   }
 }
 

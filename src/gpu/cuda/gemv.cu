@@ -16,7 +16,9 @@
 //    order. Either way the result does not depend on scheduling.
 //  - cols: b(k, n) at b[n * ldb + k] (x @ W^T with W row-major, as for tied
 //    embeddings). One warp per column: a dot product of contiguous rows.
-// a: row m at a[m * lda], contiguous along k, in both.
+// a: row m at a[m * lda], contiguous along k, in both. With c, the result
+// rounded to T gets c[m * ldc + n] added in T, as an add after the product
+// would (compile's epilogue fusion): one kernel instead of two.
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 #include <stdlib.h>
@@ -35,6 +37,16 @@ constexpr int kMaxCluster = 8;  // slices of k summed inside one cluster (portab
 
 template <class T> struct Vec { static constexpr int n = 16 / sizeof(T); };
 
+// The value stored for float sum s: s rounded to T, plus addend[ci] when
+// there is an addend (the add primitive's arithmetic: in float, rounded to
+// T). The addend may be out itself (each element read, then written, by
+// one thread), so out is not __restrict__.
+template <class T>
+__device__ __forceinline__ T result(float s, const T *addend, int64_t ci) {
+  T r = lc_to<T>::f(s);
+  return addend ? lc_to<T>::f(lc_ld(r) + lc_ld(addend[ci])) : r;
+}
+
 // The 16 bytes at p (aligned) as float values.
 template <class T> __device__ __forceinline__ void load_vec(const T *p, float *v) {
   uint4 raw = __ldg(reinterpret_cast<const uint4 *>(p));
@@ -51,8 +63,8 @@ template <class T> __device__ __forceinline__ void load_vec(const T *p, float *v
 template <class T, int MT, bool Cluster>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_rows(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
-              T *__restrict__ out, float *__restrict__ part, int M, int64_t N, int64_t K,
-              int64_t kchunk) {
+              T *out, float *__restrict__ part, const T *addend, int64_t ldc, int M,
+              int64_t N, int64_t K, int64_t kchunk) {
   lc_pdl_begin();
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -120,7 +132,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     if constexpr (Cluster) sums[j] = s;
     else if (m < M && n < N) {
       if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
-      else out[m * N + n] = lc_to<T>::f(s);
+      else out[m * N + n] = result(s, addend, m * ldc + n);
     }
   }
   if constexpr (Cluster) {
@@ -134,7 +146,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         if (m >= M || n >= N) continue;
         float s = sums[j];
         for (unsigned r = 1; r < nb; r++) s += cluster.map_shared_rank(sums, r)[j];
-        out[m * N + n] = lc_to<T>::f(s);
+        out[m * N + n] = result(s, addend, m * ldc + n);
       }
     }
     cluster.sync(); // the other blocks' shared memory lives until rank 0 has read it
@@ -143,14 +155,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 // out[m, n] = sum over the ksplit slices of part, in slice order.
 template <class T>
-__global__ void gemv_finish(const float *__restrict__ part, T *__restrict__ out, int64_t MN,
-                            int ksplit) {
+__global__ void gemv_finish(const float *__restrict__ part, T *out, const T *addend,
+                            int64_t ldc, int64_t N, int64_t MN, int ksplit) {
   lc_pdl_begin();
   int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= MN) return;
   float s = 0.f;
   for (int z = 0; z < ksplit; z++) s += part[z * MN + j];
-  out[j] = lc_to<T>::f(s);
+  out[j] = result(s, addend, j / N * ldc + j % N);
 }
 
 // Cols layout: warp w of block x computes column n = x * kWarps + w for
@@ -158,7 +170,7 @@ __global__ void gemv_finish(const float *__restrict__ part, T *__restrict__ out,
 template <class T, int MT>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_cols(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
-              T *__restrict__ out, int M, int64_t N, int64_t K) {
+              T *out, const T *addend, int64_t ldc, int M, int64_t N, int64_t K) {
   lc_pdl_begin();
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31;
@@ -202,15 +214,16 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int m = 0; m < MT; m++) {
 #pragma unroll
     for (int s = 16; s > 0; s >>= 1) acc[m] += __shfl_xor_sync(0xffffffffu, acc[m], s);
-    if (lane == 0 && m < M) out[m * N + n] = lc_to<T>::f(acc[m]);
+    if (lane == 0 && m < M) out[m * N + n] = result(acc[m], addend, m * ldc + n);
   }
 }
 
 bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-// Clusters only with LACE_CUDA_GEMV_CLUSTER=1 (off by default until they
-// have run on a GPU): else partial sums through memory and a second kernel.
-// Read once.
+// Clusters only with LACE_CUDA_GEMV_CLUSTER=1: else partial sums through
+// memory and a second kernel. Off by default: on an H100 the decode step
+// took 10% longer with them (at most 8 slices per tile, so fewer blocks in
+// flight than the two-kernel split). Read once.
 bool cluster_disabled() {
   static const bool off = [] {
     const char *e = getenv("LACE_CUDA_GEMV_CLUSTER");
@@ -295,22 +308,23 @@ template <class T, int MT>
 cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
   const T *a = (const T *)g->a, *b = (const T *)g->b;
   T *out = (T *)g->out;
+  const T *c = (const T *)g->c;
   const dim3 block(kWarps * 32);
   if (g->b_cols)
     return lc_launch(gemv_cols<T, MT>, dim3((unsigned)p.tiles), block, 0, st, a, g->lda, b, g->ldb,
-                     out, g->M, g->N, g->K);
+                     out, c, g->ldc, g->M, g->N, g->K);
   const dim3 grid((unsigned)p.tiles, (unsigned)p.ksplit);
   if (p.cluster)
     return lc_launch_cluster(gemv_rows<T, MT, true>, grid, block, 0, st,
                              dim3(1, (unsigned)p.ksplit, 1), a, g->lda, b, g->ldb, out,
-                             (float *)nullptr, g->M, g->N, g->K, p.kchunk);
+                             (float *)nullptr, c, g->ldc, g->M, g->N, g->K, p.kchunk);
   float *part = p.ksplit > 1 ? g->part : nullptr;
   cudaError_t e = lc_launch(gemv_rows<T, MT, false>, grid, block, 0, st, a, g->lda, b, g->ldb, out,
-                            part, g->M, g->N, g->K, p.kchunk);
+                            part, part ? nullptr : c, g->ldc, g->M, g->N, g->K, p.kchunk);
   if (e != cudaSuccess || !part) return e;
   int64_t mn = (int64_t)g->M * g->N;
   return lc_launch(gemv_finish<T>, dim3((unsigned)((mn + 255) / 256)), dim3(256), 0, st, part, out,
-                   mn, (int)p.ksplit);
+                   c, g->ldc, g->N, mn, (int)p.ksplit);
 }
 
 template <class T>

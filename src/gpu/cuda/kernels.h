@@ -17,8 +17,7 @@ extern "C" {
 #define LC_CU_UNSUPPORTED 2
 
 /* Whether kernels are launched with programmatic stream serialization
- * (gpu/cuda/pdl.cuh): 1 when LACE_CUDA_PDL=1 (off by default until it has
- * run on a GPU). */
+ * (gpu/cuda/pdl.cuh): 1 unless LACE_CUDA_PDL=0. */
 int lc_cu_pdl_enabled(void);
 #define LC_CU_MAX_DIMS 8
 #define LC_CU_MAX_IN 3
@@ -96,7 +95,8 @@ int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t len, const vo
  * in a scratch the caller supplies (part): lc_cu_gemv_plan gives its size
  * (0: none) and the same checks' answer as lc_cu_gemv for the same g; the
  * caller frees it after lc_cu_gemv (stream-ordered), so that a failed
- * allocation is reported once, by the allocator. */
+ * allocation is reported once, by the allocator. An optional c (dtype dt)
+ * is added to the rounded product, as an add after it would. */
 #define LC_CU_GEMV_MAX_M 8
 struct lc_cu_gemv {
   int dt, dev;
@@ -106,6 +106,8 @@ struct lc_cu_gemv {
   const void *a, *b;
   void *out;
   float *part; /* at least lc_cu_gemv_plan's *part bytes of device memory */
+  const void *c; /* NULL, or out[m, n] = round(a b) + c[m * ldc + n], added in dt (may be out) */
+  int64_t ldc;
 };
 int lc_cu_gemv_plan(const struct lc_cu_gemv *g, size_t *part);
 int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);

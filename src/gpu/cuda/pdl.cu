@@ -6,7 +6,7 @@
 extern "C" int lc_cu_pdl_enabled(void) {
   static const bool on = [] { // read once; constant after
     const char *e = getenv("LACE_CUDA_PDL");
-    return e && e[0] == '1' && !e[1];
+    return !(e && e[0] == '0' && !e[1]);
   }();
   return on;
 }

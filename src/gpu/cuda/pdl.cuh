@@ -13,8 +13,8 @@
 //  - kernels launched otherwise (<<<>>>, cuBLAS, cuFFT) keep stream order
 //    whatever the kernel before them did; lc_pdl_begin() in them is a no-op
 //    wait and a harmless trigger.
-// LACE_CUDA_PDL=1 turns the attribute on (lc_cu_pdl_enabled; off by default
-// until it has run on a GPU: without it lc_launch is <<<>>>).
+// The attribute is on unless LACE_CUDA_PDL=0 (lc_cu_pdl_enabled; without it
+// lc_launch is <<<>>>).
 #pragma once
 #include <cuda_runtime.h>
 

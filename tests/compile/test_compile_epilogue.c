@@ -1,0 +1,255 @@
+/* Epilogue fusion (compile/fuse_epilogue.c): add(matmul(a, b), c) becomes
+ * one MATMUL node that adds c to the rounded product. By default only on
+ * GPU streams (tests/gpu/test_gpu_epilogue.c); LACE_FUSE_EPILOGUE=all
+ * applies it on the CPU, where this test checks:
+ *   - x W + r and r + x W (float32, float16, bfloat16; one row, a few
+ *     rows, batched rows, transposed weights) become one MATMUL with c and
+ *     no ADD, and equal the uncompiled result bit for bit;
+ *   - two residual blocks in a chain both fuse;
+ *   - a row c broadcast over the rows fuses too (its broadcast view is c);
+ *   - no rewrite where the product is read twice or is an output of the
+ *     function, for float64, nor with LACE_FUSE_EPILOGUE unset
+ *     (CPU streams), =0, or compile mode no_fuse;
+ *   - a shapeless compile replays the fused program at another row count. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile_util.h"
+#include "ops/linalg.h"
+#include "ops/prim.h"
+
+static mlx_stream cpu;
+
+static bool same_bits(mlx_array a, mlx_array b) {
+  if (mlx_array_eval(a) || mlx_array_eval(b)) return false;
+  if (mlx_array_dtype(a) != mlx_array_dtype(b) || mlx_array_ndim(a) != mlx_array_ndim(b) ||
+      mlx_array_size(a) != mlx_array_size(b))
+    return false;
+  size_t isz = mlx_dtype_size(mlx_array_dtype(a)), n = mlx_array_size(a);
+  char *pa = malloc(n * isz + 1), *pb = malloc(n * isz + 1);
+  bool same = pa && pb;
+  if (same) {
+    lc_node_copy_out(node(a), pa);
+    lc_node_copy_out(node(b), pb);
+    same = memcmp(pa, pb, n * isz) == 0;
+  }
+  free(pa);
+  free(pb);
+  return same;
+}
+
+/* Nodes reachable from a (before evaluation): ADDs, and MATMULs with and
+ * without a rounded c. */
+struct counts {
+  int add, mm, mm_c;
+};
+static struct counts count(struct lc_node *a) {
+  struct lc_node *stack[256], *seen[256];
+  int top = 0, nseen = 0;
+  struct counts c = {0, 0, 0};
+  stack[top++] = a;
+  while (top) {
+    struct lc_node *n = stack[--top];
+    bool dup = false;
+    for (int i = 0; i < nseen; i++) dup |= seen[i] == n;
+    if (dup || nseen == 256) continue;
+    seen[nseen++] = n;
+    if (n->op == LC_OP_ADD) c.add++;
+    if (n->op == LC_OP_MATMUL) {
+      const struct lc_matmul_params *p = n->params;
+      if (p->has_c && p->c_rounded) c.mm_c++;
+      else c.mm++;
+    }
+    for (int k = 0; k < n->nin && top < 256; k++) stack[top++] = n->in[k];
+  }
+  return c;
+}
+
+static mlx_array arg(const mlx_vector_array in, size_t k) {
+  mlx_array a = mlx_array_new();
+  mlx_vector_array_get(&a, in, k);
+  return a;
+}
+
+static int put(mlx_vector_array *res, mlx_array *o, size_t n) {
+  int rc = mlx_vector_array_set_data(res, o, n);
+  for (size_t k = 0; k < n; k++) mlx_array_free(o[k]);
+  return rc;
+}
+
+/* payload: 0 = x W + r, 1 = r + x W */
+static int residual(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  int swap = *(const int *)payload;
+  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+            o = mlx_array_new();
+  int rc = mlx_matmul(&m, x, w, cpu) || (swap ? mlx_add(&o, r, m, cpu) : mlx_add(&o, m, r, cpu));
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m);
+  return rc || put(res, &o, 1);
+}
+
+/* h = x W + r; h W2 + h (W2 square) */
+static int chain(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  (void)payload;
+  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), w2 = arg(in, 3);
+  mlx_array m = mlx_array_new(), h = mlx_array_new(), m2 = mlx_array_new(), o = mlx_array_new();
+  int rc = mlx_matmul(&m, x, w, cpu) || mlx_add(&h, m, r, cpu) || mlx_matmul(&m2, h, w2, cpu) ||
+           mlx_add(&o, m2, h, cpu);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(w2);
+  mlx_array_free(m), mlx_array_free(h), mlx_array_free(m2);
+  return rc || put(res, &o, 1);
+}
+
+/* (x W + r) * (x W): the product is read twice */
+static int read_twice(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  (void)payload;
+  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+            s = mlx_array_new(), o = mlx_array_new();
+  int rc = mlx_matmul(&m, x, w, cpu) || mlx_add(&s, m, r, cpu) || mlx_multiply(&o, s, m, cpu);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m), mlx_array_free(s);
+  return rc || put(res, &o, 1);
+}
+
+/* (x W + r, x W): the product is an output */
+static int product_out(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  (void)payload;
+  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), o[2] = {mlx_array_new(), mlx_array_new()};
+  int rc = mlx_matmul(&o[1], x, w, cpu) || mlx_add(&o[0], o[1], r, cpu);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r);
+  return rc || put(res, o, 2);
+}
+
+static mlx_array rand_of(const int *shape, int nd, mlx_dtype t) {
+  mlx_array f = test_rand_f32(shape, nd, -1, 1), r = mlx_array_new();
+  if (t == MLX_FLOAT32) return f;
+  CHECK_OK(mlx_astype(&r, f, t, cpu));
+  CHECK_OK(mlx_array_eval(r));
+  mlx_array_free(f);
+  return r;
+}
+
+/* Calls fn compiled (shapeless or not) and plainly on args; checks the
+ * first outputs agree bit for bit and the compiled one's node counts. */
+static void run(const char *what, int (*fn)(mlx_vector_array *, const mlx_vector_array, void *), void *payload, bool shapeless,
+                mlx_array *args, int nargs, struct counts want) {
+  mlx_closure f = mlx_closure_new_func_payload(fn, payload, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, shapeless));
+  mlx_vector_array in = mlx_vector_array_new_data(args, (size_t)nargs);
+  mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
+  CHECK_OK(mlx_closure_apply(&out, cf, in));
+  CHECK_OK(mlx_closure_apply(&ref, f, in));
+  if (mlx_vector_array_size(out) >= 1 && mlx_vector_array_size(ref) >= 1) {
+    mlx_array o = arg(out, 0), e = arg(ref, 0);
+    struct counts got = count(node(o));
+    CHECK_MSG(got.add == want.add && got.mm == want.mm && got.mm_c == want.mm_c,
+              "%s: %d adds, %d products, %d with c; want %d, %d, %d", what, got.add, got.mm,
+              got.mm_c, want.add, want.mm, want.mm_c);
+    CHECK_MSG(same_bits(o, e), "%s: compiled differs from uncompiled", what);
+    mlx_array_free(o), mlx_array_free(e);
+  } else {
+    CHECK_MSG(false, "%s: no outputs", what);
+  }
+  mlx_vector_array_free(in), mlx_vector_array_free(out), mlx_vector_array_free(ref);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
+static const struct counts FUSED = {0, 0, 1}, PLAIN = {1, 1, 0};
+
+/* x (rows... x K) W (K x N) + r, W stored transposed when tb. */
+static void residual_case(mlx_dtype t, const int *xshape, int xnd, int N, bool tb, int swap,
+                          struct counts want) {
+  int K = xshape[xnd - 1];
+  int wsh[2] = {tb ? N : K, tb ? K : N}, rsh[4];
+  for (int d = 0; d < xnd - 1; d++) rsh[d] = xshape[d];
+  rsh[xnd - 1] = N;
+  mlx_array a[3] = {rand_of(xshape, xnd, t), rand_of(wsh, 2, t), rand_of(rsh, xnd, t)};
+  if (tb) {
+    mlx_array w = mlx_array_new();
+    CHECK_OK(mlx_transpose(&w, a[1], cpu));
+    mlx_array_free(a[1]);
+    a[1] = w;
+  }
+  char what[128];
+  snprintf(what, sizeof what, "residual dtype %d rows %d K %d N %d tb %d swap %d", (int)t,
+           xshape[0], K, N, tb, swap);
+  run(what, residual, &swap, false, a, 3, want);
+  for (int k = 0; k < 3; k++) mlx_array_free(a[k]);
+}
+
+static void test_residuals(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  static const int one[] = {1, 96}, few[] = {5, 200}, batched[] = {2, 3, 64}, many[] = {40, 130};
+  for (int t = 0; t < 3; t++)
+    for (int tb = 0; tb < 2; tb++)
+      for (int swap = 0; swap < 2; swap++) {
+        residual_case(types[t], one, 2, 40, tb, swap, FUSED);
+        residual_case(types[t], few, 2, 72, tb, swap, FUSED);
+        residual_case(types[t], batched, 3, 24, tb, swap, FUSED);
+        residual_case(types[t], many, 2, 33, tb, swap, FUSED);
+      }
+}
+
+static void test_chain_and_refusals(void) {
+  int xs[] = {3, 64}, ws[] = {64, 64}, rs[] = {3, 64}, row[] = {64};
+  mlx_array a[4] = {rand_of(xs, 2, MLX_FLOAT32), rand_of(ws, 2, MLX_FLOAT32),
+                    rand_of(rs, 2, MLX_FLOAT32), rand_of(ws, 2, MLX_FLOAT32)};
+  run("chain", chain, NULL, false, a, 4, (struct counts){0, 0, 2});
+  /* the add and the multiply become one fused elementwise node */
+  run("read twice", read_twice, NULL, false, a, 3, (struct counts){0, 1, 0});
+  run("product is an output", product_out, NULL, false, a, 3, PLAIN);
+  mlx_array b[3] = {a[0], a[1], rand_of(row, 1, MLX_FLOAT32)};
+  int swap = 0;
+  /* c is the traced broadcast of a row, of the product's shape */
+  run("broadcast c", residual, &swap, false, b, 3, FUSED);
+  mlx_array_free(b[2]);
+  /* float64: no rewrite (not a dtype of the GEMV kernels) */
+  mlx_array ad[3];
+  for (int k = 0; k < 3; k++) {
+    ad[k] = mlx_array_new();
+    CHECK_OK(mlx_astype(&ad[k], a[k], MLX_FLOAT64, cpu));
+  }
+  run("float64", residual, &swap, false, ad, 3, PLAIN);
+  for (int k = 0; k < 3; k++) mlx_array_free(ad[k]);
+  /* the switches */
+  unsetenv("LACE_FUSE_EPILOGUE");
+  run("default scope on the CPU", residual, &swap, false, a, 3, PLAIN);
+  setenv("LACE_FUSE_EPILOGUE", "0", 1);
+  run("LACE_FUSE_EPILOGUE=0", residual, &swap, false, a, 3, PLAIN);
+  setenv("LACE_FUSE_EPILOGUE", "all", 1);
+  CHECK_OK(mlx_set_compile_mode(MLX_COMPILE_MODE_NO_FUSE));
+  run("mode no_fuse", residual, &swap, false, a, 3, PLAIN);
+  CHECK_OK(mlx_set_compile_mode(MLX_COMPILE_MODE_ENABLED));
+  for (int k = 0; k < 4; k++) mlx_array_free(a[k]);
+}
+
+/* One shapeless compile called at 2 rows, then 7: the second call replays
+ * the program traced at 2 rows. */
+static void test_shapeless(void) {
+  mlx_closure f = mlx_closure_new_func_payload(residual, &(int){0}, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, true));
+  for (int rows = 2; rows <= 7; rows += 5) {
+    int xs[] = {rows, 48}, ws[] = {48, 16}, rs[] = {rows, 16};
+    mlx_array a[3] = {rand_of(xs, 2, MLX_BFLOAT16), rand_of(ws, 2, MLX_BFLOAT16),
+                      rand_of(rs, 2, MLX_BFLOAT16)};
+    mlx_array o = call1(cf, 3, a, NULL), e = call1(f, 3, a, NULL);
+    struct counts got = count(node(o));
+    CHECK_MSG(got.mm_c == 1 && got.add == 0, "shapeless rows %d: not fused", rows);
+    CHECK_MSG(same_bits(o, e), "shapeless rows %d: compiled differs", rows);
+    mlx_array_free(o), mlx_array_free(e);
+    for (int k = 0; k < 3; k++) mlx_array_free(a[k]);
+  }
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+}
+
+int main(void) {
+  test_init();
+  setenv("LACE_FUSE_EPILOGUE", "all", 1);
+  test_seed(20261206);
+  cpu = mlx_default_cpu_stream_new();
+  test_residuals();
+  test_chain_and_refusals();
+  test_shapeless();
+  mlx_stream_free(cpu);
+  return test_done();
+}

@@ -1,0 +1,201 @@
+/* Epilogue fusion on the GPU (compile/fuse_epilogue.c, gemv.cu): compiled
+ * x W + r on a GPU stream is one MATMUL node adding r to the rounded
+ * product, and equals the uncompiled product-then-add bit for bit, for
+ * float32, float16 and bfloat16:
+ *   - GEMV kernels (one row, a few rows, batches of one row, transposed
+ *     weights, a k long enough to be split over blocks and summed by a
+ *     second kernel): one GEMV launch, r read in place;
+ *   - r a strided view (a transpose: copied into the output first) and a
+ *     row broadcast over the rows;
+ *   - 16 rows (cuBLAS, then the add kernel);
+ * and with CUDA graphs on, a replayed call equals a plain one. Device
+ * memory back to its baseline. Skips without a GPU. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/node.h"
+#include "gpu/gpu.h"
+#include "gpu/graphs.h"
+#include "gpu_util.h"
+#include "ops/linalg.h"
+#include "ops/prim.h"
+
+static struct lc_node *node(mlx_array a) { return (struct lc_node *)a.ctx; }
+
+static bool same_bits(mlx_array a, mlx_array b) {
+  if (mlx_array_eval(a) || mlx_array_eval(b)) return false;
+  if (mlx_array_dtype(a) != mlx_array_dtype(b) || mlx_array_size(a) != mlx_array_size(b))
+    return false;
+  size_t isz = mlx_dtype_size(mlx_array_dtype(a)), n = mlx_array_size(a);
+  char *pa = malloc(n * isz + 1), *pb = malloc(n * isz + 1);
+  bool same = pa && pb;
+  if (same) {
+    lc_node_copy_out(node(a), pa);
+    lc_node_copy_out(node(b), pb);
+    same = memcmp(pa, pb, n * isz) == 0;
+  }
+  free(pa);
+  free(pb);
+  return same;
+}
+
+/* ADD nodes and MATMULs with a rounded c reachable from a (unevaluated). */
+static void count(struct lc_node *a, int *adds, int *mm_c) {
+  struct lc_node *stack[64], *seen[64];
+  int top = 0, nseen = 0;
+  *adds = *mm_c = 0;
+  stack[top++] = a;
+  while (top) {
+    struct lc_node *n = stack[--top];
+    bool dup = false;
+    for (int i = 0; i < nseen; i++) dup |= seen[i] == n;
+    if (dup || nseen == 64) continue;
+    seen[nseen++] = n;
+    *adds += n->op == LC_OP_ADD;
+    if (n->op == LC_OP_MATMUL) {
+      const struct lc_matmul_params *p = n->params;
+      *mm_c += p->has_c && p->c_rounded;
+    }
+    for (int k = 0; k < n->nin && top < 64; k++) stack[top++] = n->in[k];
+  }
+}
+
+static mlx_array arg(const mlx_vector_array in, size_t k) {
+  mlx_array a = mlx_array_new();
+  mlx_vector_array_get(&a, in, k);
+  return a;
+}
+
+static int residual(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  (void)payload;
+  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+            o = mlx_array_new();
+  int rc = mlx_matmul(&m, x, w, gpu_stream) || mlx_add(&o, m, r, gpu_stream);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m);
+  if (!rc) rc = mlx_vector_array_set_data(res, &o, 1);
+  mlx_array_free(o);
+  return rc;
+}
+
+static unsigned long gemv_delta(void) {
+  static unsigned long last;
+  unsigned long now = lc_gpu_gemv_launches(), d = now - last;
+  last = now;
+  return d;
+}
+
+enum { R_PLAIN, R_TRANSPOSED, R_ROW };
+
+/* x (batch x rows x K, batch 0: none) W (K x N; stored transposed when
+ * tb) + r; gemv: whether the GEMV kernels are meant to take it. */
+static void residual_case(mlx_dtype t, int batch, int rows, int K, int N, bool tb, int rkind,
+                          bool gemv) {
+  int xs[3] = {batch, rows, K}, nd = batch ? 3 : 2;
+  int ws[2] = {tb ? N : K, tb ? K : N};
+  mlx_array x = gpu_rand(batch ? xs : xs + 1, nd, t, -1, 1), w0 = gpu_rand(ws, 2, t, -1, 1);
+  mlx_array w = mlx_array_new(), r = mlx_array_new();
+  CHECK_OK(tb ? mlx_transpose(&w, w0, test_stream()) : mlx_array_set(&w, w0));
+  if (rkind == R_ROW) {
+    int rs[1] = {N};
+    r = gpu_rand(rs, 1, t, -1, 1);
+  } else {
+    /* r of the output's shape, or the transpose of its transpose */
+    int os[3] = {batch, rows, N}, ts[3] = {batch, N, rows};
+    if (rkind == R_PLAIN) {
+      r = gpu_rand(batch ? os : os + 1, nd, t, -1, 1);
+    } else {
+      mlx_array r0 = gpu_rand(batch ? ts : ts + 1, nd, t, -1, 1);
+      CHECK_OK(mlx_swapaxes(&r, r0, -1, -2, test_stream()));
+      mlx_array_free(r0);
+    }
+  }
+  char what[160];
+  snprintf(what, sizeof what, "dtype %d batch %d rows %d K %d N %d tb %d r %d", (int)t, batch,
+           rows, K, N, tb, rkind);
+  mlx_closure f = mlx_closure_new_func_payload(residual, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array a[3] = {x, w, r};
+  mlx_vector_array in = mlx_vector_array_new_data(a, 3);
+  mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
+  gemv_delta();
+  CHECK_OK(mlx_closure_apply(&out, cf, in));
+  mlx_array o = arg(out, 0);
+  int adds, mm_c;
+  count(node(o), &adds, &mm_c);
+  CHECK_MSG(adds == 0 && mm_c == 1, "%s: %d adds, %d products with c", what, adds, mm_c);
+  CHECK_OK(mlx_array_eval(o));
+  unsigned long got = gemv_delta();
+  CHECK_MSG(got == (gemv ? 1u : 0u), "%s: %lu GEMV launches compiled", what, got);
+  CHECK_OK(mlx_closure_apply(&ref, f, in));
+  mlx_array e = arg(ref, 0);
+  CHECK_OK(mlx_array_eval(e));
+  CHECK_MSG(same_bits(o, e), "%s: compiled differs from uncompiled", what);
+  /* and against the CPU, loosely (the sums' order differs) */
+  mlx_array m = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_matmul(&m, x, w, test_stream()));
+  CHECK_OK(mlx_add(&c, m, r, test_stream()));
+  /* float32: sums of K terms in another order (test_gpu_gemv's bound);
+   * halves: a rounding of the product and one of the sum */
+  double tol = t == MLX_FLOAT32 ? 2e-6 * sqrt((double)K) + 1e-6 : 2 * gpu_rtol(t);
+  CHECK_SAME(o, c, tol, tol, what);
+  mlx_array_free(o), mlx_array_free(e), mlx_array_free(m), mlx_array_free(c);
+  mlx_vector_array_free(in), mlx_vector_array_free(out), mlx_vector_array_free(ref);
+  mlx_closure_free(cf), mlx_closure_free(f);
+  mlx_array_free(x), mlx_array_free(w0), mlx_array_free(w), mlx_array_free(r);
+}
+
+static void test_cases(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  for (int t = 0; t < 3; t++)
+    for (int tb = 0; tb < 2; tb++) {
+      residual_case(types[t], 0, 1, 256, 136, tb, R_PLAIN, true);
+      residual_case(types[t], 0, 3, 256, 136, tb, R_PLAIN, true);
+      residual_case(types[t], 3, 1, 256, 136, tb, R_PLAIN, true);  /* batches of one row */
+      residual_case(types[t], 0, 1, 5632, 2048, tb, R_PLAIN, true); /* k split */
+      residual_case(types[t], 0, 4, 256, 136, tb, R_TRANSPOSED, true);
+      residual_case(types[t], 0, 5, 256, 136, tb, R_ROW, true);
+      residual_case(types[t], 0, 16, 256, 136, tb, R_PLAIN, false); /* cuBLAS */
+    }
+}
+
+/* With graphs on: the second call replays the first's graph. */
+static void test_graph_replay(void) {
+  lc_gpu_graphs_set(1);
+  int xs[2] = {1, 2048}, ws[2] = {2048, 2048};
+  mlx_array x = gpu_rand(xs, 2, MLX_BFLOAT16, -1, 1), w = gpu_rand(ws, 2, MLX_BFLOAT16, -1, 1);
+  mlx_array r = gpu_rand(xs, 2, MLX_BFLOAT16, -1, 1);
+  mlx_closure f = mlx_closure_new_func_payload(residual, NULL, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array a[3] = {x, w, r};
+  mlx_vector_array in = mlx_vector_array_new_data(a, 3);
+  mlx_array o[3];
+  for (int i = 0; i < 3; i++) {
+    mlx_vector_array out = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&out, i < 2 ? cf : f, in));
+    o[i] = arg(out, 0);
+    CHECK_OK(mlx_array_eval(o[i]));
+    mlx_vector_array_free(out);
+  }
+  CHECK_MSG(same_bits(o[0], o[2]) && same_bits(o[1], o[2]), "graph replay differs");
+  for (int i = 0; i < 3; i++) mlx_array_free(o[i]);
+  mlx_vector_array_free(in);
+  mlx_closure_free(cf), mlx_closure_free(f);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(r);
+  lc_gpu_graphs_set(0);
+}
+
+int main(void) {
+  if (!gpu_test_init()) return TEST_SKIP;
+  lc_gpu_graphs_set(0); /* every product runs its evaluator (the launch counter) */
+  test_seed(20261206);
+  size_t base = 0;
+  mlx_get_active_memory(&base);
+  test_cases();
+  test_graph_replay();
+  mlx_stream_free(gpu_stream);
+  size_t after = 0;
+  mlx_get_active_memory(&after);
+  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
+  return test_done();
+}
