@@ -1,5 +1,7 @@
 /* Property test: hundreds of random graphs of elementwise, broadcasting,
- * astype, reduction and reshape ops over random shapes and dtypes; the
+ * astype, reduction, reshape and matmul ops over random shapes and dtypes
+ * (a second CTest run sets LACE_FUSE_EPILOGUE=all: matmuls followed by an
+ * add then fuse on the CPU too); the
  * compiled function (ENABLED, NO_FUSE, NO_SIMPLIFY; exact and shapeless)
  * must match the uncompiled one. Fused kernels call the same elementwise
  * kernels, so results are expected equal up to float rounding. Reductions
@@ -29,7 +31,7 @@ static const mlx_dtype cast_types[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, ML
 #define MAXOUT 3
 
 enum { OP_UNARY, OP_BINARY, OP_CAST, OP_REDUCE, OP_FLATTEN_BACK, OP_CONST_MUL, OP_WHERE, OP_ISCLOSE,
-       OP_NAN_TO_NUM };
+       OP_NAN_TO_NUM, OP_MATMUL };
 
 struct step {
   int kind, which, a, b;
@@ -41,6 +43,7 @@ struct graph {
   int outs[MAXOUT];
   mlx_array konst; /* captured: a constant the graph multiplies by */
   int calls;
+  bool big; /* long last axes: no OP_MATMUL (its matrix is n x n) */
 };
 
 static int eval_step(const struct graph *g, const struct step *st, mlx_array *vals, int v,
@@ -88,6 +91,25 @@ static int eval_step(const struct graph *g, const struct step *st, mlx_array *va
     rc = mlx_isclose(&c, vals[st->a], vals[st->b], 0.5, 0.25, false, s);
     if (!rc) rc = mlx_add(&r, c, vals[st->a], s);
     mlx_array_free(c);
+    break;
+  }
+  case OP_MATMUL: { /* x @ M, M (n, n) of small exact values, n = x's last axis */
+    int nd = (int)mlx_array_ndim(vals[st->a]);
+    if (!nd) {
+      rc = mlx_array_set(&r, vals[st->a]);
+      break;
+    }
+    int n = mlx_array_shape(vals[st->a])[nd - 1], msh[2] = {n, n};
+    float *m = malloc(sizeof(float) * (size_t)(n * n) + 1);
+    for (int i = 0; i < n * n; i++) m[i] = (float)((i * 7 + st->which) % 5 - 2) * 0.25f;
+    mlx_array mf = mlx_array_new_data(m, msh, 2, MLX_FLOAT32), x = mlx_array_new(),
+              mm = mlx_array_new();
+    free(m);
+    mlx_dtype dt = mlx_array_dtype(vals[st->a]);
+    if (dt != MLX_FLOAT16 && dt != MLX_FLOAT32 && dt != MLX_FLOAT64) dt = MLX_FLOAT32;
+    rc = mlx_astype(&x, vals[st->a], dt, s) || mlx_astype(&mm, mf, dt, s) ||
+         mlx_matmul(&r, x, mm, s);
+    mlx_array_free(mf), mlx_array_free(x), mlx_array_free(mm);
     break;
   }
   case OP_NAN_TO_NUM: {
@@ -163,6 +185,7 @@ static void random_graph(struct graph *g, int nin) {
     } else if (r < 75) {
       st->kind = OP_BINARY;
       st->which = test_randint(0, NB - 1);
+      if (r >= 71 && !g->big) st->kind = OP_MATMUL; /* same draws as before */
     } else if (r < 85) {
       st->kind = OP_CAST;
       st->which = test_randint(0, 3);
@@ -278,11 +301,12 @@ int main(void) {
   for (int gi = 0; gi < GRAPHS && failures < 5; gi++) {
     test_seed(1000 + (uint64_t)gi);
     struct graph g = {0};
+    g.big = gi % 10 == 0;
     int nin = test_randint(1, MAXIN);
     random_graph(&g, nin);
     g.konst = mlx_array_new_float((float)test_uniform(0.5, 1.5));
     int nd = test_randint(1, 3), base[3], base2[3];
-    bool big = gi % 10 == 0; /* several tiles, thread pool, gathered inputs */
+    bool big = g.big; /* several tiles, thread pool, gathered inputs */
     for (int d = 0; d < nd; d++) {
       base[d] = test_randint(1, big ? 70 : 6);
       base2[d] = test_randint(1, 6);
@@ -311,7 +335,8 @@ int main(void) {
        * without tracing again: 3 reference calls + 1 trace */
       bool elementwise_only = true;
       for (int i = 0; i < g.nstep; i++)
-        elementwise_only &= g.steps[i].kind != OP_REDUCE && g.steps[i].kind != OP_FLATTEN_BACK;
+        elementwise_only &= g.steps[i].kind != OP_REDUCE && g.steps[i].kind != OP_FLATTEN_BACK &&
+                            g.steps[i].kind != OP_MATMUL;
       if (elementwise_only) {
         CHECK_MSG(g.calls == 4, "graph %d: shapeless traced %d times", gi, g.calls - 3);
         shapeless_hits++;
