@@ -232,6 +232,17 @@ bool cluster_disabled() {
   return off;
 }
 
+// Blocks per SM a rows-layout product aims for (LACE_CUDA_GEMV_FILL, 1 to
+// 64, default 4). Read once.
+int64_t fill_per_sm() {
+  static const int64_t f = [] {
+    const char *e = getenv("LACE_CUDA_GEMV_FILL");
+    int v = e ? atoi(e) : 0;
+    return (int64_t)(v >= 1 && v <= 64 ? v : 4);
+  }();
+  return f;
+}
+
 // Values per 16-byte load for dtype dt; 0 for dtypes without a kernel.
 int vec_of(int dt) {
   switch (dt) {
@@ -277,9 +288,10 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
     (void)cudaGetLastError();
     return -(int)e;
   }
-  // about 4 blocks per SM; each thread still makes kUnroll loads or more
+  // about fill_per_sm() blocks per SM; each thread still makes kUnroll
+  // loads or more
   constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
-  int64_t want = (4 * (int64_t)sms + p->tiles - 1) / p->tiles;
+  int64_t want = (fill_per_sm() * sms + p->tiles - 1) / p->tiles;
   int64_t most = (g->K + min_rows - 1) / min_rows;
   int64_t ksplit = want < most ? want : most;
   if (ksplit < 1) ksplit = 1;
