@@ -26,6 +26,7 @@
 #include "gpu/gpu.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
+#include "ops/tuple.h"
 
 #define MAX_GPUS LC_CUDA_BLAS_MAX_GPUS
 
@@ -301,5 +302,47 @@ fail_rc:
   lc_buffer_release(n->buf);
   n->buf = NULL;
   return rc;
+}
+
+/* MATMUL_GROUP: the products one by one through MATMUL's evaluator, each
+ * copied into its place in the tuple. LC_EVAL_ON_CPU when one of them has
+ * no GPU path (nothing is left queued that matters: the tuple's buffer is
+ * given back, stream-ordered). */
+int lc_cuda_eval_matmul_group(struct lc_node *n) {
+  const struct lc_mm_group_params *gp = n->params;
+  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][32];
+  int64_t nbytes[LC_MM_GROUP_MAX];
+  if (n->dev < 0 || n->dev >= MAX_GPUS || gp->n < 1 || gp->n > LC_MM_GROUP_MAX) return LC_EVAL_ON_CPU;
+  mlx_dtype dt = n->in[0]->dtype;
+  for (int k = 0; k < gp->n; k++) {
+    if (lc_matmul_group_out_shape(gp, n->in[0], n->in[1 + k], &nds[k], shapes[k]))
+      return lc_error("internal: matmul group %d is not a product", k);
+    nbytes[k] = lc_shape_size(nds[k], shapes[k]) * (int64_t)lc_dtype_size(dt);
+  }
+  if (lc_cuda_alloc_output(n)) return 1;
+  void *stream = lc_gpu_stream(n->dev);
+  int saved = lc_build_device(), rc = 0;
+  lc_set_build_device(n->dev);
+  for (int k = 0; k < gp->n && !rc; k++) {
+    struct lc_node *in[2] = {n->in[0], n->in[1 + k]};
+    struct lc_node *t =
+        lc_node_new_op(LC_OP_MATMUL, dt, nds[k], shapes[k], 2, in, &gp->mm, sizeof gp->mm);
+    if (!t) {
+      rc = 1;
+      break;
+    }
+    t->dev = n->dev;
+    rc = lc_cuda_eval_matmul(t);
+    if (!rc && nbytes[k] &&
+        cudaMemcpyAsync((char *)n->buf->dev_data + (lc_tuple_data_offset(gp->n, nbytes, k)),
+                        t->buf->dev_data, (size_t)nbytes[k], cudaMemcpyDeviceToDevice,
+                        (cudaStream_t)stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      rc = lc_error("matmul group on the GPU: copy failed");
+    }
+    lc_node_release(t);
+  }
+  lc_set_build_device(saved);
+  return lc_cuda_finish(n, rc);
 }
 #endif
