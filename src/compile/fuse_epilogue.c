@@ -19,7 +19,8 @@
  * params and dtype, whose b are inputs or constants of the program (so
  * that the group cannot depend on its own results), become one
  * MATMUL_GROUP tuple and a TUPLE_GET per product, in place of the
- * products. The same LACE_FUSE_EPILOGUE switch governs it. */
+ * products. Opt-in until it has run on a GPU: LACE_GROUP_PRODUCTS=1 (GPU
+ * instructions) or =all (every device, for tests). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,8 +163,15 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
   return 0;
 }
 
+/* 0: off (the default), 1: GPU instructions, 2: every device. */
+static int group_scope(void) {
+  const char *e = getenv("LACE_GROUP_PRODUCTS");
+  if (!e || !*e || !strcmp(e, "0")) return 0;
+  return !strcmp(e, "all") ? 2 : 1;
+}
+
 int lc_compile_group_products(struct lc_cprog *p) {
-  int scope = epilogue_scope();
+  int scope = group_scope();
   if (!scope) return 0;
   int ni = p->ninstr, groups = 0;
   char *taken = calloc((size_t)ni + 1, 1);

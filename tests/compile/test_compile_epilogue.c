@@ -10,7 +10,11 @@
  *   - no rewrite where the product is read twice or is an output of the
  *     function, for float64, nor with LACE_FUSE_EPILOGUE unset
  *     (CPU streams), =0, or compile mode no_fuse;
- *   - a shapeless compile replays the fused program at another row count. */
+ *   - a shapeless compile replays the fused program at another row count;
+ *   - product grouping (LACE_GROUP_PRODUCTS=all): products sharing x (q, k,
+ *     v; gate, up) become one MATMUL_GROUP node, at most 4 to a group, bit
+ *     for bit the plain products, also replayed shapeless at other rows;
+ *     not for a lone product, nor by default, =0 or =1 (GPU only). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,6 +316,8 @@ static void group_case(mlx_dtype t, int rows, int K, int np, bool shapeless, int
 
 static void test_groups(void) {
   static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0); /* opt-in: off by default */
+  setenv("LACE_GROUP_PRODUCTS", "all", 1);
   for (int t = 0; t < 3; t++) {
     group_case(types[t], 1, 64, 3, false, 1); /* q, k, v */
     group_case(types[t], 3, 40, 2, false, 1); /* gate, up */
@@ -319,9 +325,10 @@ static void test_groups(void) {
   }
   group_case(MLX_FLOAT32, 1, 32, 6, false, 1); /* 4 in the group, 2 in a second one */
   group_case(MLX_FLOAT32, 1, 32, 1, false, 0); /* a lone product */
-  unsetenv("LACE_FUSE_EPILOGUE");
-  group_case(MLX_FLOAT32, 1, 32, 3, false, 0); /* the CPU by default */
-  setenv("LACE_FUSE_EPILOGUE", "all", 1);
+  setenv("LACE_GROUP_PRODUCTS", "1", 1);
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0); /* =1: GPU streams only */
+  setenv("LACE_GROUP_PRODUCTS", "0", 1);
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0);
 }
 
 int main(void) {

@@ -249,6 +249,7 @@ static void group_case(mlx_dtype t, int rows, int K, const int *widths, int np, 
 
 static void test_groups(void) {
   static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  setenv("LACE_GROUP_PRODUCTS", "1", 1); /* opt-in for now */
   static const int qkv[] = {2048, 512, 512}, mlp[] = {5632, 5632}, odd[] = {136, 8, 64, 24};
   for (int t = 0; t < 3; t++) {
     group_case(types[t], 1, 2048, qkv, 3, false); /* k split */
