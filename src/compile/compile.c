@@ -68,7 +68,8 @@ static int optimise(struct lc_cprog *p, bool shapeless) {
   int m = lc_compile_mode();
   lc_compile_dump(p, "traced");
   if (m != MLX_COMPILE_MODE_NO_SIMPLIFY && lc_compile_simplify(p)) return 1;
-  if (m != MLX_COMPILE_MODE_NO_FUSE && (lc_compile_fuse_epilogues(p) || lc_compile_fuse(p)))
+  if (m != MLX_COMPILE_MODE_NO_FUSE && (lc_compile_fuse_epilogues(p) || lc_compile_group_products(p) ||
+                                        lc_compile_fuse(p)))
     return 1;
   if (!lc_cprog_valid(p)) return lc_error("internal: compile produced an invalid program");
   if (shapeless) lc_compile_check_poly(p);

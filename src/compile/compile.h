@@ -89,6 +89,9 @@ int lc_compile_fuse(struct lc_cprog *p);
  * (compile/fuse_epilogue.c): on GPU instructions, where the GEMV kernels
  * add c as they write. 0, or 1 after reporting. */
 int lc_compile_fuse_epilogues(struct lc_cprog *p);
+/* Groups plain matmuls that share their a into MATMUL_GROUP tuples
+ * (compile/fuse_epilogue.c). 0, or 1 after reporting. */
+int lc_compile_group_products(struct lc_cprog *p);
 /* Decides p->poly: whether shapeless replay can recompute every shape. */
 void lc_compile_check_poly(struct lc_cprog *p);
 

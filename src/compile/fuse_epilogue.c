@@ -12,7 +12,16 @@
  * the program; c has the add's dtype and shape (no broadcast), which are
  * the matmul's. The add instruction becomes the matmul in place, so its
  * arguments (c included) precede it; the old matmul is left dead and
- * lc_cprog_compact drops it. */
+ * lc_cprog_compact drops it.
+ *
+ * Product grouping (lc_compile_group_products, after): up to
+ * LC_MM_GROUP_MAX plain matmuls of one GPU that read the same a, with equal
+ * params and dtype, whose b are inputs or constants of the program (so
+ * that the group cannot depend on its own results), become one
+ * MATMUL_GROUP tuple and a TUPLE_GET per product, in place of the
+ * products. Opt-in until it has run on a GPU: LACE_GROUP_PRODUCTS=1 (GPU
+ * instructions) or =all (every device, for tests). */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +29,7 @@
 #include "core/error.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
+#include "ops/tuple.h"
 
 /* 0: off, 1: GPU instructions, 2: every device. Read once per call. */
 static int epilogue_scope(void) {
@@ -96,4 +106,96 @@ int lc_compile_fuse_epilogues(struct lc_cprog *p) {
   free(uses);
   if (rc) return rc;
   return rewritten ? lc_cprog_compact(p) : 0;
+}
+
+/* Whether instruction i is a plain matmul on an allowed device whose b is
+ * an input or a constant. */
+static bool groupable(const struct lc_cprog *p, int i, int scope) {
+  const struct lc_cinstr *ins = &p->instrs[i];
+  if (ins->op != LC_OP_MATMUL || ins->nin != 2 || ins->nout != 1 ||
+      ins->params_size != sizeof(struct lc_matmul_params) || (scope == 1 && ins->dev < 0))
+    return false;
+  const struct lc_matmul_params *mp = ins->params;
+  if (mp->has_c || mp->gather || mp->segmented || mp->alpha != 1.0f) return false;
+  const struct lc_cval *a = &p->vals[ins->in[0]], *b = &p->vals[ins->in[1]],
+                       *o = &p->vals[ins->out[0]];
+  return float_dtype(o->dtype) && a->dtype == o->dtype && b->dtype == o->dtype && b->prod < 0 &&
+         o->ndim <= 32;
+}
+
+/* Rewrites the group members[0..n) (instruction indices) as one tuple and
+ * its getters. 0, or 1 after reporting. */
+static int make_group(struct lc_cprog *p, const int *members, int n) {
+  const struct lc_cinstr *first = &p->instrs[members[0]];
+  struct lc_mm_group_params gp = {.n = n};
+  memcpy(&gp.mm, first->params, sizeof gp.mm);
+  int in[1 + LC_MM_GROUP_MAX], dev = first->dev;
+  in[0] = first->in[0];
+  int64_t nbytes[LC_MM_GROUP_MAX], offs[LC_MM_GROUP_MAX];
+  for (int k = 0; k < n; k++) {
+    const struct lc_cinstr *m = &p->instrs[members[k]];
+    const struct lc_cval *o = &p->vals[m->out[0]];
+    in[1 + k] = m->in[1];
+    nbytes[k] = lc_shape_size(o->ndim, o->shape) * (int64_t)lc_dtype_size(o->dtype);
+  }
+  int64_t total = lc_tuple_layout(n, nbytes, offs);
+  if (total / 64 > INT32_MAX) return 0; /* left alone */
+  int tshape[2] = {(int)(total / 64), 64}, tnd = 2;
+  if (total <= INT32_MAX) tshape[0] = (int)total, tnd = 1;
+  int t = lc_cprog_add_val(p, MLX_UINT8, tnd, tshape);
+  if (t < 0) return 1;
+  int gi = lc_cprog_add_instr(p, LC_OP_MATMUL_GROUP, 1 + n, in, 1, &t, &gp, sizeof gp);
+  if (gi < 0) return 1;
+  p->instrs[gi].dev = dev;
+  for (int k = 0; k < n; k++) {
+    struct lc_cinstr *m = &p->instrs[members[k]];
+    struct lc_tuple_get_params tg = {offs[k], k, n};
+    void *params = malloc(sizeof tg);
+    if (!params) return lc_error("out of memory");
+    memcpy(params, &tg, sizeof tg);
+    free(m->params);
+    m->params = params;
+    m->params_size = sizeof tg;
+    m->op = LC_OP_TUPLE_GET;
+    m->nin = 1;
+    m->in[0] = t; /* in has room for 2 */
+  }
+  return 0;
+}
+
+/* 0: off (the default), 1: GPU instructions, 2: every device. */
+static int group_scope(void) {
+  const char *e = getenv("LACE_GROUP_PRODUCTS");
+  if (!e || !*e || !strcmp(e, "0")) return 0;
+  return !strcmp(e, "all") ? 2 : 1;
+}
+
+int lc_compile_group_products(struct lc_cprog *p) {
+  int scope = group_scope();
+  if (!scope) return 0;
+  int ni = p->ninstr, groups = 0;
+  char *taken = calloc((size_t)ni + 1, 1);
+  if (!taken) return lc_error("out of memory");
+  int rc = 0;
+  for (int i = 0; i < ni && !rc; i++) {
+    if (taken[i] || !groupable(p, i, scope)) continue;
+    int members[LC_MM_GROUP_MAX], n = 0;
+    members[n++] = i;
+    const struct lc_cinstr *x = &p->instrs[i];
+    for (int j = i + 1; j < ni && n < LC_MM_GROUP_MAX; j++) {
+      const struct lc_cinstr *y = &p->instrs[j];
+      if (taken[j] || !groupable(p, j, scope) || y->in[0] != x->in[0] || y->dev != x->dev ||
+          memcmp(y->params, x->params, sizeof(struct lc_matmul_params)) ||
+          p->vals[y->out[0]].dtype != p->vals[x->out[0]].dtype)
+        continue;
+      members[n++] = j;
+    }
+    if (n < 2) continue;
+    for (int k = 0; k < n; k++) taken[members[k]] = 1;
+    rc = make_group(p, members, n);
+    groups++;
+  }
+  free(taken);
+  if (rc) return rc;
+  return groups ? lc_cprog_compact(p) : 0;
 }

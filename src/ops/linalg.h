@@ -62,6 +62,20 @@ struct lc_matmul_params {
   float alpha, beta;
 };
 
+/* MATMUL_GROUP (ops/matmul_group.c, made by compile's product fusion only):
+ * a tuple of n products a @ b_k (inputs a, b_1..b_n) that share a and mm's
+ * params (plain: no c, alpha 1, not gather or segmented), each of a's
+ * dtype. On a GPU the GEMV kernels compute them in one launch. */
+#define LC_MM_GROUP_MAX 4
+struct lc_mm_group_params {
+  struct lc_matmul_params mm;
+  int32_t n, pad;
+};
+/* Output k's shape (ndim, shape[] of room for 32) of a group node's
+ * params over a and b: 0, or 1 when they do not form a product. */
+int lc_matmul_group_out_shape(const struct lc_mm_group_params *p, struct lc_node *a,
+                              struct lc_node *b, int *ndim, int *shape);
+
 /* Flattens dims [lo, hi) of (shape, st) into one (size, stride); false
  * when they are not equally spaced. Extent-1 dimensions are ignored. */
 bool lc_matmul_group(const int *shape, const int64_t *st, int lo, int hi, int64_t *size,

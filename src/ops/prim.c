@@ -47,13 +47,8 @@ int lc_prim_donate_or_alloc(struct lc_node *n) {
 
 /* ---- tuples ---- */
 
-struct tuple_get_params {
-  int64_t byte_offset;
-  int32_t index, nout; /* which output of how many */
-};
-
 int lc_tuple_index(const struct lc_node *getter, int *nout) {
-  const struct tuple_get_params *p = getter->params;
+  const struct lc_tuple_get_params *p = getter->params;
   *nout = p->nout;
   return p->index;
 }
@@ -65,6 +60,12 @@ int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets) {
     off += (nbytes[k] + 63) / 64 * 64;
   }
   return off;
+}
+
+int64_t lc_tuple_data_offset(int nout, const int64_t *nbytes, int k) {
+  int64_t offs[nout];
+  lc_tuple_layout(nout, nbytes, offs);
+  return offs[k];
 }
 
 void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k) {
@@ -88,7 +89,7 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
   struct lc_node *t = lc_node_new_op(op, MLX_UINT8, tnd, tshape, nin, in, params, params_size);
   if (!t) return 1;
   for (int k = 0; k < nout; k++) {
-    struct tuple_get_params p = {offs[k], k, nout};
+    struct lc_tuple_get_params p = {offs[k], k, nout};
     outs[k] = lc_node_new_op(LC_OP_TUPLE_GET, dtypes[k], ndims[k], shapes[k], 1, &t, &p, sizeof p);
     if (!outs[k]) {
       while (k--) lc_node_release(outs[k]);
@@ -101,13 +102,13 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
 }
 
 struct lc_node *lc_tuple_get_view(struct lc_node *tuple, struct lc_node *src, int k, int nout) {
-  struct tuple_get_params p = {0, k, nout};
+  struct lc_tuple_get_params p = {0, k, nout};
   struct lc_node *in[2] = {tuple, src};
   return lc_node_new_op(LC_OP_TUPLE_GET, src->dtype, src->ndim, src->shape, 2, in, &p, sizeof p);
 }
 
 static int tuple_get_eval(struct lc_node *n) {
-  const struct tuple_get_params *p = n->params;
+  const struct lc_tuple_get_params *p = n->params;
   if (n->nin == 2) { /* a view of its second input (lc_tuple_get_view) */
     const struct lc_node *x = n->in[1];
     lc_node_set_view(n, x, x->strides, x->offset);

@@ -129,6 +129,7 @@ int lc_cuda_eval_elementwise(struct lc_node *n);
 int lc_cuda_eval_reduce(struct lc_node *n);
 int lc_cuda_eval_softmax(struct lc_node *n);
 int lc_cuda_eval_matmul(struct lc_node *n);
+int lc_cuda_eval_matmul_group(struct lc_node *n);
 int lc_cuda_eval_fused(struct lc_node *n);
 /* index and copy family (gpu/cuda/eval_index.c) */
 int lc_cuda_eval_copy(struct lc_node *n);

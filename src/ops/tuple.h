@@ -21,6 +21,13 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
                  size_t params_size, int nout, const mlx_dtype *dtypes, const int *ndims,
                  const int *const *shapes, struct lc_node **outs);
 
+/* TUPLE_GET's params: output `index` of `nout`, at byte_offset in the
+ * tuple's buffer (lc_tuple_layout). */
+struct lc_tuple_get_params {
+  int64_t byte_offset;
+  int32_t index, nout;
+};
+
 /* Which output (0..*nout) of its tuple a TUPLE_GET node reads. */
 int lc_tuple_index(const struct lc_node *getter, int *nout);
 
@@ -28,6 +35,9 @@ int lc_tuple_index(const struct lc_node *getter, int *nout);
  * view of src, the tuple itself holding no data): for primitives whose
  * outputs are computed by other nodes (custom transforms). */
 struct lc_node *lc_tuple_get_view(struct lc_node *tuple, struct lc_node *src, int k, int nout);
+
+/* Output k's byte offset in a tuple of outputs of the given byte sizes. */
+int64_t lc_tuple_data_offset(int nout, const int64_t *nbytes, int k);
 
 /* Output k's data inside an evaluated tuple node. */
 void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k);

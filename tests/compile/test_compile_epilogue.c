@@ -10,7 +10,11 @@
  *   - no rewrite where the product is read twice or is an output of the
  *     function, for float64, nor with LACE_FUSE_EPILOGUE unset
  *     (CPU streams), =0, or compile mode no_fuse;
- *   - a shapeless compile replays the fused program at another row count. */
+ *   - a shapeless compile replays the fused program at another row count;
+ *   - product grouping (LACE_GROUP_PRODUCTS=all): products sharing x (q, k,
+ *     v; gate, up) become one MATMUL_GROUP node, at most 4 to a group, bit
+ *     for bit the plain products, also replayed shapeless at other rows;
+ *     not for a lone product, nor by default, =0 or =1 (GPU only). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,12 +45,12 @@ static bool same_bits(mlx_array a, mlx_array b) {
 /* Nodes reachable from a (before evaluation): ADDs, and MATMULs with and
  * without a rounded c. */
 struct counts {
-  int add, mm, mm_c;
+  int add, mm, mm_c, group;
 };
 static struct counts count(struct lc_node *a) {
   struct lc_node *stack[256], *seen[256];
   int top = 0, nseen = 0;
-  struct counts c = {0, 0, 0};
+  struct counts c = {0, 0, 0, 0};
   stack[top++] = a;
   while (top) {
     struct lc_node *n = stack[--top];
@@ -55,6 +59,7 @@ static struct counts count(struct lc_node *a) {
     if (dup || nseen == 256) continue;
     seen[nseen++] = n;
     if (n->op == LC_OP_ADD) c.add++;
+    if (n->op == LC_OP_MATMUL_GROUP) c.group++;
     if (n->op == LC_OP_MATMUL) {
       const struct lc_matmul_params *p = n->params;
       if (p->has_c && p->c_rounded) c.mm_c++;
@@ -153,7 +158,7 @@ static void run(const char *what, int (*fn)(mlx_vector_array *, const mlx_vector
   mlx_closure_free(f);
 }
 
-static const struct counts FUSED = {0, 0, 1}, PLAIN = {1, 1, 0};
+static const struct counts FUSED = {0, 0, 1, 0}, PLAIN = {1, 1, 0, 0};
 
 /* x (rows... x K) W (K x N) + r, W stored transposed when tb. */
 static void residual_case(mlx_dtype t, const int *xshape, int xnd, int N, bool tb, int swap,
@@ -193,9 +198,9 @@ static void test_chain_and_refusals(void) {
   int xs[] = {3, 64}, ws[] = {64, 64}, rs[] = {3, 64}, row[] = {64};
   mlx_array a[4] = {rand_of(xs, 2, MLX_FLOAT32), rand_of(ws, 2, MLX_FLOAT32),
                     rand_of(rs, 2, MLX_FLOAT32), rand_of(ws, 2, MLX_FLOAT32)};
-  run("chain", chain, NULL, false, a, 4, (struct counts){0, 0, 2});
+  run("chain", chain, NULL, false, a, 4, (struct counts){0, 0, 2, 0});
   /* the add and the multiply become one fused elementwise node */
-  run("read twice", read_twice, NULL, false, a, 3, (struct counts){0, 1, 0});
+  run("read twice", read_twice, NULL, false, a, 3, (struct counts){0, 1, 0, 0});
   run("product is an output", product_out, NULL, false, a, 3, PLAIN);
   mlx_array b[3] = {a[0], a[1], rand_of(row, 1, MLX_FLOAT32)};
   int swap = 0;
@@ -242,6 +247,90 @@ static void test_shapeless(void) {
   mlx_closure_free(f);
 }
 
+/* (x Wq, x Wk, x Wv, silu-free MLP: (x Wg) * (x Wu)) as outputs 0..3:
+ * every product reads x, so they group; payload: number of products. */
+static int siblings(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  int np = *(const int *)payload;
+  mlx_array x = arg(in, 0), o[LC_MM_GROUP_MAX + 2];
+  int rc = 0, no = 0;
+  for (int k = 0; k < np && !rc; k++) {
+    mlx_array w = arg(in, 1 + (size_t)k);
+    o[no] = mlx_array_new();
+    rc = mlx_matmul(&o[no++], x, w, cpu);
+    mlx_array_free(w);
+  }
+  /* one more output: the product of the first two (a consumer of both) */
+  if (!rc && np >= 2) {
+    o[no] = mlx_array_new();
+    rc = mlx_multiply(&o[no++], o[0], o[1], cpu);
+  }
+  mlx_array_free(x);
+  if (rc) {
+    for (int k = 0; k < no; k++) mlx_array_free(o[k]);
+    return rc;
+  }
+  return put(res, o, (size_t)no);
+}
+
+/* np products of x (rows x K) by weights of widths N_k, compiled (shapeless
+ * or not) against plain, every output bit for bit; want_groups MATMUL_GROUP
+ * nodes behind the outputs. */
+static void group_case(mlx_dtype t, int rows, int K, int np, bool shapeless, int want_groups) {
+  static const int widths[] = {16, 16, 40, 72, 24, 8};
+  mlx_array a[1 + 6];
+  int xs[2] = {rows, K};
+  a[0] = rand_of(xs, 2, t);
+  for (int k = 0; k < np; k++) {
+    int ws[2] = {K, widths[k]};
+    a[1 + k] = rand_of(ws, 2, t);
+  }
+  mlx_closure f = mlx_closure_new_func_payload(siblings, &np, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, shapeless));
+  for (int call = 0; call < (shapeless ? 2 : 1); call++) {
+    if (call) { /* other rows: shapeless replay rebuilds the group */
+      mlx_array_free(a[0]);
+      int xs2[2] = {rows + 3, K};
+      a[0] = rand_of(xs2, 2, t);
+    }
+    mlx_vector_array in = mlx_vector_array_new_data(a, (size_t)(1 + np));
+    mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&out, cf, in));
+    CHECK_OK(mlx_closure_apply(&ref, f, in));
+    size_t no = mlx_vector_array_size(out);
+    CHECK_MSG(no == mlx_vector_array_size(ref) && no >= (size_t)np, "group: %zu outputs", no);
+    int groups = 0;
+    for (size_t k = 0; k < no; k++) {
+      mlx_array o = arg(out, k), e = arg(ref, k);
+      if (k == 0) groups = count(node(o)).group;
+      CHECK_MSG(same_bits(o, e), "group dtype %d rows %d np %d call %d: output %zu differs",
+                (int)t, rows, np, call, k);
+      mlx_array_free(o), mlx_array_free(e);
+    }
+    CHECK_MSG(groups == want_groups, "group dtype %d np %d call %d: %d groups, want %d", (int)t,
+              np, call, groups, want_groups);
+    mlx_vector_array_free(in), mlx_vector_array_free(out), mlx_vector_array_free(ref);
+  }
+  mlx_closure_free(cf), mlx_closure_free(f);
+  for (int k = 0; k < 1 + np; k++) mlx_array_free(a[k]);
+}
+
+static void test_groups(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0); /* opt-in: off by default */
+  setenv("LACE_GROUP_PRODUCTS", "all", 1);
+  for (int t = 0; t < 3; t++) {
+    group_case(types[t], 1, 64, 3, false, 1); /* q, k, v */
+    group_case(types[t], 3, 40, 2, false, 1); /* gate, up */
+    group_case(types[t], 2, 32, 3, true, 1);
+  }
+  group_case(MLX_FLOAT32, 1, 32, 6, false, 1); /* 4 in the group, 2 in a second one */
+  group_case(MLX_FLOAT32, 1, 32, 1, false, 0); /* a lone product */
+  setenv("LACE_GROUP_PRODUCTS", "1", 1);
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0); /* =1: GPU streams only */
+  setenv("LACE_GROUP_PRODUCTS", "0", 1);
+  group_case(MLX_FLOAT32, 1, 32, 3, false, 0);
+}
+
 int main(void) {
   test_init();
   setenv("LACE_FUSE_EPILOGUE", "all", 1);
@@ -250,6 +339,7 @@ int main(void) {
   test_residuals();
   test_chain_and_refusals();
   test_shapeless();
+  test_groups();
   mlx_stream_free(cpu);
   return test_done();
 }

@@ -8,8 +8,12 @@
  *   - r a strided view (a transpose: copied into the output first) and a
  *     row broadcast over the rows;
  *   - 16 rows (cuBLAS, then the add kernel);
- * and with CUDA graphs on, a replayed call equals a plain one. Device
- * memory back to its baseline. Skips without a GPU. */
+ * and with CUDA graphs on, a replayed call equals a plain one. Product
+ * grouping: x Wq, x Wk, x Wv compiled are one MATMUL_GROUP node made by one
+ * GEMV launch (row-major weights; k split or not), or by one product at a
+ * time (transposed weights: cuBLAS-free GEMV launches, one per product),
+ * bit for bit the uncompiled products. Device memory back to its
+ * baseline. Skips without a GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +189,76 @@ static void test_graph_replay(void) {
   lc_gpu_graphs_set(0);
 }
 
+/* (x W_0, ..., x W_{n-1}) on the GPU stream; payload: n */
+static int products(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  int np = *(const int *)payload, rc = 0;
+  mlx_array x = arg(in, 0), o[4];
+  for (int k = 0; k < np; k++) {
+    mlx_array w = arg(in, 1 + (size_t)k);
+    o[k] = mlx_array_new();
+    if (!rc) rc = mlx_matmul(&o[k], x, w, gpu_stream);
+    mlx_array_free(w);
+  }
+  mlx_array_free(x);
+  if (!rc) rc = mlx_vector_array_set_data(res, o, (size_t)np);
+  for (int k = 0; k < np; k++) mlx_array_free(o[k]);
+  return rc;
+}
+
+static void group_case(mlx_dtype t, int rows, int K, const int *widths, int np, bool tb) {
+  mlx_array a[5], w0[4];
+  int xs[2] = {rows, K};
+  a[0] = gpu_rand(xs, 2, t, -1, 1);
+  for (int k = 0; k < np; k++) {
+    int ws[2] = {tb ? widths[k] : K, tb ? K : widths[k]};
+    w0[k] = gpu_rand(ws, 2, t, -1, 1);
+    a[1 + k] = mlx_array_new();
+    CHECK_OK(tb ? mlx_transpose(&a[1 + k], w0[k], test_stream()) : mlx_array_set(&a[1 + k], w0[k]));
+  }
+  char what[128];
+  snprintf(what, sizeof what, "group dtype %d rows %d K %d np %d tb %d", (int)t, rows, K, np, tb);
+  mlx_closure f = mlx_closure_new_func_payload(products, &np, NULL), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_vector_array in = mlx_vector_array_new_data(a, (size_t)(1 + np));
+  mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
+  gemv_delta();
+  CHECK_OK(mlx_closure_apply(&out, cf, in));
+  mlx_array o0 = arg(out, 0);
+  struct lc_node *tg = node(o0);
+  bool grouped = tg->op == LC_OP_TUPLE_GET && tg->in[0]->op == LC_OP_MATMUL_GROUP;
+  CHECK_MSG(grouped, "%s: not one group", what);
+  for (size_t k = 0; k < (size_t)np; k++) {
+    mlx_array o = arg(out, k);
+    CHECK_OK(mlx_array_eval(o));
+    mlx_array_free(o);
+  }
+  unsigned long got = gemv_delta();
+  CHECK_MSG(got == (tb ? (unsigned long)np : 1u), "%s: %lu GEMV launches", what, got);
+  CHECK_OK(mlx_closure_apply(&ref, f, in));
+  for (size_t k = 0; k < (size_t)np; k++) {
+    mlx_array o = arg(out, k), e = arg(ref, k);
+    CHECK_MSG(same_bits(o, e), "%s: product %zu differs from uncompiled", what, k);
+    mlx_array_free(o), mlx_array_free(e);
+  }
+  mlx_array_free(o0);
+  mlx_vector_array_free(in), mlx_vector_array_free(out), mlx_vector_array_free(ref);
+  mlx_closure_free(cf), mlx_closure_free(f);
+  for (int k = 0; k < np; k++) mlx_array_free(w0[k]);
+  for (int k = 0; k < 1 + np; k++) mlx_array_free(a[k]);
+}
+
+static void test_groups(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16};
+  setenv("LACE_GROUP_PRODUCTS", "1", 1); /* opt-in for now */
+  static const int qkv[] = {2048, 512, 512}, mlp[] = {5632, 5632}, odd[] = {136, 8, 64, 24};
+  for (int t = 0; t < 3; t++) {
+    group_case(types[t], 1, 2048, qkv, 3, false); /* k split */
+    group_case(types[t], 1, 2048, mlp, 2, false);
+    group_case(types[t], 3, 256, odd, 4, false);
+    group_case(types[t], 1, 256, odd, 3, true); /* one product at a time */
+  }
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   lc_gpu_graphs_set(0); /* every product runs its evaluator (the launch counter) */
@@ -193,6 +267,7 @@ int main(void) {
   mlx_get_active_memory(&base);
   test_cases();
   test_graph_replay();
+  test_groups();
   mlx_stream_free(gpu_stream);
   size_t after = 0;
   mlx_get_active_memory(&after);

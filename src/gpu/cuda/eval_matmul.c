@@ -26,6 +26,7 @@
 #include "gpu/gpu.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
+#include "ops/tuple.h"
 
 #define MAX_GPUS LC_CUDA_BLAS_MAX_GPUS
 
@@ -301,5 +302,101 @@ fail_rc:
   lc_buffer_release(n->buf);
   n->buf = NULL;
   return rc;
+}
+
+/* The group's products in one GEMV launch: 0, LC_CU_UNSUPPORTED (nothing
+ * queued), or 1 after reporting. Each product must take the GEMV kernels'
+ * rows layout (row-major weights) with the same rows of a. */
+static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp, const int *nds,
+                          int shapes[][32], const int64_t *nbytes) {
+  const struct lc_matmul_params *p = &gp->mm;
+  struct lc_cu_gemv_group g = {.dt = n->in[0]->dtype, .dev = n->dev, .n = gp->n,
+                               .a = lc_node_dev_data(n->in[0])};
+  if (gemv_disabled() || (g.dt != MLX_FLOAT32 && g.dt != MLX_FLOAT16 && g.dt != MLX_BFLOAT16))
+    return LC_CU_UNSUPPORTED;
+  for (int k = 0; k < gp->n; k++) {
+    const struct lc_node *b = n->in[1 + k];
+    struct mat A, B;
+    int64_t M, K, K2, N, batches = 1;
+    if ((int)b->dtype != g.dt || !layout(n->in[0], p->nb, p->a_split, p->nb, shapes[k], &A, &M, &K) ||
+        !layout(b, p->nb, p->b_split, p->nb, shapes[k], &B, &K2, &N) || K != K2 ||
+        B.op != CUBLAS_OP_N || A.op != CUBLAS_OP_N)
+      return LC_CU_UNSUPPORTED;
+    for (int d = 0; d < p->nb; d++) batches *= shapes[k][d];
+    if (batches > 1 && (B.batch_stride != 0 || (M > 1 && A.batch_stride != M * A.ld)))
+      return LC_CU_UNSUPPORTED;
+    int64_t rows = M * batches, lda = M > 1 ? A.ld : (batches > 1 ? A.batch_stride : K);
+    if (rows > LC_CU_GEMV_MAX_M || (batches > 1 && M == 1 && lda == 0) || K > INT32_MAX ||
+        N > INT32_MAX)
+      return LC_CU_UNSUPPORTED;
+    if (k == 0) {
+      g.M = (int)rows;
+      g.K = K;
+      g.lda = lda;
+    } else if (g.M != rows || g.K != K || g.lda != lda) {
+      return LC_CU_UNSUPPORTED;
+    }
+    g.b[k] = lc_node_dev_data(b);
+    g.ldb[k] = B.ld;
+    g.N[k] = N;
+    g.out[k] = (char *)n->buf->dev_data + lc_tuple_data_offset(gp->n, nbytes, k);
+  }
+  (void)nds;
+  size_t part = 0;
+  int rc = lc_cu_gemv_group_plan(&g, &part);
+  if (rc == LC_CU_UNSUPPORTED) return rc;
+  if (!rc && part && !(g.part = lc_gpu_malloc(part, n->dev))) return 1;
+  if (!rc) rc = lc_cu_gemv_group(&g, lc_gpu_stream(n->dev));
+  if (g.part) lc_gpu_free(g.part, part, n->dev);
+  if (rc == 0) {
+    atomic_fetch_add(&gemv_launches, 1);
+    return 0;
+  }
+  return rc == LC_CU_UNSUPPORTED ? rc : lc_cuda_result(rc, "matmul group (gemv)");
+}
+
+/* MATMUL_GROUP: the products one by one through MATMUL's evaluator, each
+ * copied into its place in the tuple. LC_EVAL_ON_CPU when one of them has
+ * no GPU path (nothing is left queued that matters: the tuple's buffer is
+ * given back, stream-ordered). */
+int lc_cuda_eval_matmul_group(struct lc_node *n) {
+  const struct lc_mm_group_params *gp = n->params;
+  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][32];
+  int64_t nbytes[LC_MM_GROUP_MAX];
+  if (n->dev < 0 || n->dev >= MAX_GPUS || gp->n < 1 || gp->n > LC_MM_GROUP_MAX) return LC_EVAL_ON_CPU;
+  mlx_dtype dt = n->in[0]->dtype;
+  for (int k = 0; k < gp->n; k++) {
+    if (lc_matmul_group_out_shape(gp, n->in[0], n->in[1 + k], &nds[k], shapes[k]))
+      return lc_error("internal: matmul group %d is not a product", k);
+    nbytes[k] = lc_shape_size(nds[k], shapes[k]) * (int64_t)lc_dtype_size(dt);
+  }
+  if (lc_cuda_alloc_output(n)) return 1;
+  void *stream = lc_gpu_stream(n->dev);
+  int g = try_gemv_group(n, gp, nds, shapes, nbytes);
+  if (g == 0) return 0;
+  if (g != LC_CU_UNSUPPORTED) return lc_cuda_finish(n, 1);
+  int saved = lc_build_device(), rc = 0;
+  lc_set_build_device(n->dev);
+  for (int k = 0; k < gp->n && !rc; k++) {
+    struct lc_node *in[2] = {n->in[0], n->in[1 + k]};
+    struct lc_node *t =
+        lc_node_new_op(LC_OP_MATMUL, dt, nds[k], shapes[k], 2, in, &gp->mm, sizeof gp->mm);
+    if (!t) {
+      rc = 1;
+      break;
+    }
+    t->dev = n->dev;
+    rc = lc_cuda_eval_matmul(t);
+    if (!rc && nbytes[k] &&
+        cudaMemcpyAsync((char *)n->buf->dev_data + (lc_tuple_data_offset(gp->n, nbytes, k)),
+                        t->buf->dev_data, (size_t)nbytes[k], cudaMemcpyDeviceToDevice,
+                        (cudaStream_t)stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      rc = lc_error("matmul group on the GPU: copy failed");
+    }
+    lc_node_release(t);
+  }
+  lc_set_build_device(saved);
+  return lc_cuda_finish(n, rc);
 }
 #endif

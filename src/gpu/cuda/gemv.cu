@@ -60,16 +60,18 @@ template <class T> __device__ __forceinline__ void load_vec(const T *p, float *v
 // cluster (1, ksplit, 1), whose rank 0 writes out. Otherwise part: nullptr
 // = write out directly (ksplit == 1), else part[(slice * M + m) * N + n]
 // gets this slice's float sum.
+// The body of one block: column tile `tile` (blockIdx.x of a single
+// product; the tile within its product in a group).
 template <class T, int MT, bool Cluster>
-__global__ void __launch_bounds__(kWarps * 32)
-    gemv_rows(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
-              T *out, float *__restrict__ part, const T *addend, int64_t ldc, int M,
-              int64_t N, int64_t K, int64_t kchunk) {
-  lc_pdl_begin();
+__device__ __forceinline__ void gemv_rows_body(const T *__restrict__ a, int64_t lda,
+                                               const T *__restrict__ b, int64_t ldb, T *out,
+                                               float *__restrict__ part, const T *addend,
+                                               int64_t ldc, int M, int64_t N, int64_t K,
+                                               int64_t kchunk, int64_t tile) {
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cl = lane % kColLanes, rl = lane / kColLanes;
-  const int64_t n0 = ((int64_t)blockIdx.x * kColLanes + cl) * V;
+  const int64_t n0 = (tile * kColLanes + cl) * V;
   const int64_t k0 = (int64_t)blockIdx.y * kchunk;
   const int64_t k1 = min(K, k0 + kchunk);
   const bool live = n0 < N;
@@ -128,7 +130,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     float s = 0.f;
 #pragma unroll
     for (int w = 0; w < kWarps; w++) s += red[w][c][mi];
-    int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
+    int64_t n = (tile * kColLanes + c) * V + i;
     if constexpr (Cluster) sums[j] = s;
     else if (m < M && n < N) {
       if (part) part[((int64_t)blockIdx.y * M + m) * N + n] = s;
@@ -142,7 +144,7 @@ __global__ void __launch_bounds__(kWarps * 32)
       const unsigned nb = cluster.num_blocks();
       for (int j = threadIdx.x; j < kColLanes * MT * V; j += kWarps * 32) {
         int c = j / (MT * V), mi = j % (MT * V), m = mi / V, i = mi % V;
-        int64_t n = ((int64_t)blockIdx.x * kColLanes + c) * V + i;
+        int64_t n = (tile * kColLanes + c) * V + i;
         if (m >= M || n >= N) continue;
         float s = sums[j];
         for (unsigned r = 1; r < nb; r++) s += cluster.map_shared_rank(sums, r)[j];
@@ -151,6 +153,59 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     cluster.sync(); // the other blocks' shared memory lives until rank 0 has read it
   }
+}
+
+template <class T, int MT, bool Cluster>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_rows(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
+              T *out, float *__restrict__ part, const T *addend, int64_t ldc, int M,
+              int64_t N, int64_t K, int64_t kchunk) {
+  lc_pdl_begin();
+  gemv_rows_body<T, MT, Cluster>(a, lda, b, ldb, out, part, addend, ldc, M, N, K, kchunk,
+                                 blockIdx.x);
+}
+
+// A group of products sharing a (rows layout, one k split): their column
+// tiles side by side along grid x; segment g owns tiles [tile0[g],
+// tile0[g + 1]) and, with a split, the partial sums from part0[g] on.
+constexpr int kMaxSeg = LC_CU_GEMV_GROUP;
+template <class T> struct Segs {
+  const T *b[kMaxSeg];
+  T *out[kMaxSeg];
+  int64_t ldb[kMaxSeg], N[kMaxSeg], part0[kMaxSeg];
+  int64_t tile0[kMaxSeg + 1], mn0[kMaxSeg + 1];
+  int n;
+};
+
+template <class T> __device__ __forceinline__ int seg_of(const Segs<T> &s, const int64_t *start,
+                                                        int64_t x) {
+  int g = 0;
+  while (g + 1 < s.n && x >= start[g + 1]) g++;
+  return g;
+}
+
+template <class T, int MT>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_rows_group(const T *__restrict__ a, int64_t lda, const Segs<T> s, float *part, int M,
+                    int64_t K, int64_t kchunk) {
+  lc_pdl_begin();
+  const int g = seg_of(s, s.tile0, blockIdx.x);
+  gemv_rows_body<T, MT, false>(a, lda, s.b[g], s.ldb[g], s.out[g], part ? part + s.part0[g] : nullptr,
+                               nullptr, 0, M, s.N[g], K, kchunk, blockIdx.x - s.tile0[g]);
+}
+
+// out_g[j] = the sum over the ksplit slices of segment g's partial sums,
+// in slice order; j runs over every segment's M * N_g outputs.
+template <class T>
+__global__ void gemv_finish_group(const float *__restrict__ part, const Segs<T> s, int ksplit) {
+  lc_pdl_begin();
+  int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= s.mn0[s.n]) return;
+  const int g = seg_of(s, s.mn0, j);
+  const int64_t jl = j - s.mn0[g], mn = s.mn0[g + 1] - s.mn0[g];
+  float sum = 0.f;
+  for (int z = 0; z < ksplit; z++) sum += part[s.part0[g] + z * mn + jl];
+  s.out[g][jl] = lc_to<T>::f(sum);
 }
 
 // out[m, n] = sum over the ksplit slices of part, in slice order.
@@ -339,6 +394,86 @@ cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
                    c, g->ldc, g->N, mn, (int)p.ksplit);
 }
 
+// A group's grid (rows layout only): every product's tiles, one k split
+// for all. 0 with *p (tiles: the sum), or LC_CU_UNSUPPORTED, or a negative
+// cudaError_t.
+int plan_group(const struct lc_cu_gemv_group *g, Plan *p, int64_t *tiles_of) {
+  if (g->n < 1 || g->n > kMaxSeg || g->M < 1 || g->M > LC_CU_GEMV_MAX_M || g->K < 1)
+    return LC_CU_UNSUPPORTED;
+  const int V = vec_of(g->dt);
+  if (!V) return LC_CU_UNSUPPORTED;
+  p->tiles = 0;
+  for (int k = 0; k < g->n; k++) {
+    if (g->N[k] < 1 || !aligned16(g->b[k]) || g->ldb[k] % V || g->N[k] % V)
+      return LC_CU_UNSUPPORTED;
+    tiles_of[k] = (g->N[k] / V + kColLanes - 1) / kColLanes;
+    p->tiles += tiles_of[k];
+  }
+  if (p->tiles > 0x7fffffff) return LC_CU_UNSUPPORTED;
+  int sms = 132;
+  cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, g->dev);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -(int)e;
+  }
+  constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
+  int64_t want = (fill_per_sm() * sms + p->tiles - 1) / p->tiles;
+  int64_t most = (g->K + min_rows - 1) / min_rows;
+  int64_t ksplit = want < most ? want : most;
+  if (ksplit < 1) ksplit = 1;
+  if (ksplit > 64) ksplit = 64;
+  int64_t kchunk = (g->K + ksplit - 1) / ksplit;
+  kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
+  p->kchunk = kchunk;
+  p->ksplit = (g->K + kchunk - 1) / kchunk;
+  p->cluster = false;
+  return 0;
+}
+
+size_t part_bytes_group(const struct lc_cu_gemv_group *g, const Plan &p) {
+  if (p.ksplit <= 1) return 0;
+  size_t total = 0;
+  for (int k = 0; k < g->n; k++) total += (size_t)p.ksplit * g->M * g->N[k] * sizeof(float);
+  return total;
+}
+
+template <class T, int MT>
+cudaError_t launch_group(const struct lc_cu_gemv_group *g, const Plan &p, const int64_t *tiles_of,
+                         cudaStream_t st) {
+  Segs<T> s = {};
+  s.n = g->n;
+  int64_t t0 = 0, mn0 = 0;
+  for (int k = 0; k < g->n; k++) {
+    s.b[k] = (const T *)g->b[k];
+    s.out[k] = (T *)g->out[k];
+    s.ldb[k] = g->ldb[k];
+    s.N[k] = g->N[k];
+    s.tile0[k] = t0;
+    s.mn0[k] = mn0;
+    s.part0[k] = mn0 * p.ksplit;
+    t0 += tiles_of[k];
+    mn0 += (int64_t)g->M * g->N[k];
+  }
+  s.tile0[g->n] = t0;
+  s.mn0[g->n] = mn0;
+  float *part = p.ksplit > 1 ? g->part : nullptr;
+  cudaError_t e = lc_launch(gemv_rows_group<T, MT>, dim3((unsigned)p.tiles, (unsigned)p.ksplit),
+                            dim3(kWarps * 32), 0, st, (const T *)g->a, g->lda, s, part, g->M,
+                            g->K, p.kchunk);
+  if (e != cudaSuccess || !part) return e;
+  return lc_launch(gemv_finish_group<T>, dim3((unsigned)((mn0 + 255) / 256)), dim3(256), 0, st,
+                   (const float *)part, s, (int)p.ksplit);
+}
+
+template <class T>
+cudaError_t launch_group_m(const struct lc_cu_gemv_group *g, const Plan &p,
+                           const int64_t *tiles_of, cudaStream_t st) {
+  if (g->M <= 1) return launch_group<T, 1>(g, p, tiles_of, st);
+  if (g->M <= 2) return launch_group<T, 2>(g, p, tiles_of, st);
+  if (g->M <= 4) return launch_group<T, 4>(g, p, tiles_of, st);
+  return launch_group<T, 8>(g, p, tiles_of, st);
+}
+
 template <class T>
 cudaError_t launch_m(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
   if (g->M <= 1) return launch<T, 1>(g, p, st);
@@ -367,6 +502,31 @@ extern "C" int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream) {
     case MLX_FLOAT32: e = launch_m<float>(g, p, st); break;
     case MLX_FLOAT16: e = launch_m<__half>(g, p, st); break;
     default: e = launch_m<__nv_bfloat16>(g, p, st); break;  // plan() took only these three
+  }
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e == cudaSuccess ? 0 : -(int)e;
+}
+
+extern "C" int lc_cu_gemv_group_plan(const struct lc_cu_gemv_group *g, size_t *part) {
+  Plan p;
+  int64_t tiles_of[kMaxSeg];
+  int rc = plan_group(g, &p, tiles_of);
+  *part = rc ? 0 : part_bytes_group(g, p);
+  return rc;
+}
+
+extern "C" int lc_cu_gemv_group(const struct lc_cu_gemv_group *g, void *stream) {
+  Plan p;
+  int64_t tiles_of[kMaxSeg];
+  int rc = plan_group(g, &p, tiles_of);
+  if (rc) return rc;
+  if (part_bytes_group(g, p) && !g->part) return -(int)cudaErrorInvalidValue;
+  cudaStream_t st = (cudaStream_t)stream;
+  cudaError_t e;
+  switch (g->dt) {
+    case MLX_FLOAT32: e = launch_group_m<float>(g, p, tiles_of, st); break;
+    case MLX_FLOAT16: e = launch_group_m<__half>(g, p, tiles_of, st); break;
+    default: e = launch_group_m<__nv_bfloat16>(g, p, tiles_of, st); break;
   }
   if (e != cudaSuccess) (void)cudaGetLastError();
   return e == cudaSuccess ? 0 : -(int)e;

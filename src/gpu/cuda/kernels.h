@@ -112,6 +112,23 @@ struct lc_cu_gemv {
 int lc_cu_gemv_plan(const struct lc_cu_gemv *g, size_t *part);
 int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);
 
+/* n products (at most LC_CU_GEMV_GROUP) out_k (M, N_k) = a (M, K) b_k (K,
+ * N_k) in one launch (plus one to add split sums): a as in lc_cu_gemv, each
+ * b_k row-major (b_k(k, n) at b_k[k * ldb_k + n]), out_k contiguous. The
+ * same conditions and scratch rules as lc_cu_gemv, for every product. */
+#define LC_CU_GEMV_GROUP 4
+struct lc_cu_gemv_group {
+  int dt, dev, M, n;
+  int64_t K, lda;
+  const void *a;
+  const void *b[LC_CU_GEMV_GROUP];
+  int64_t ldb[LC_CU_GEMV_GROUP], N[LC_CU_GEMV_GROUP];
+  void *out[LC_CU_GEMV_GROUP];
+  float *part;
+};
+int lc_cu_gemv_group_plan(const struct lc_cu_gemv_group *g, size_t *part);
+int lc_cu_gemv_group(const struct lc_cu_gemv_group *g, void *stream);
+
 /* Strided gather into a contiguous output (a copy of any view). */
 int lc_cu_copy_strided(void *out, const void *in, int itemsize, int ndim, const int *shape,
                        const int64_t *strides, int64_t n, void *stream);
