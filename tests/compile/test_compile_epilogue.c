@@ -24,23 +24,6 @@
 
 static mlx_stream cpu;
 
-static bool same_bits(mlx_array a, mlx_array b) {
-  if (mlx_array_eval(a) || mlx_array_eval(b)) return false;
-  if (mlx_array_dtype(a) != mlx_array_dtype(b) || mlx_array_ndim(a) != mlx_array_ndim(b) ||
-      mlx_array_size(a) != mlx_array_size(b))
-    return false;
-  size_t isz = mlx_dtype_size(mlx_array_dtype(a)), n = mlx_array_size(a);
-  char *pa = malloc(n * isz + 1), *pb = malloc(n * isz + 1);
-  bool same = pa && pb;
-  if (same) {
-    lc_node_copy_out(node(a), pa);
-    lc_node_copy_out(node(b), pb);
-    same = memcmp(pa, pb, n * isz) == 0;
-  }
-  free(pa);
-  free(pb);
-  return same;
-}
 
 /* Nodes reachable from a (before evaluation): ADDs, and MATMULs with and
  * without a rounded c. */
@@ -70,57 +53,47 @@ static struct counts count(struct lc_node *a) {
   return c;
 }
 
-static mlx_array arg(const mlx_vector_array in, size_t k) {
-  mlx_array a = mlx_array_new();
-  mlx_vector_array_get(&a, in, k);
-  return a;
-}
 
-static int put(mlx_vector_array *res, mlx_array *o, size_t n) {
-  int rc = mlx_vector_array_set_data(res, o, n);
-  for (size_t k = 0; k < n; k++) mlx_array_free(o[k]);
-  return rc;
-}
 
 /* payload: 0 = x W + r, 1 = r + x W */
 static int residual(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   int swap = *(const int *)payload;
-  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), r = test_vec_get(in, 2), m = mlx_array_new(),
             o = mlx_array_new();
   int rc = mlx_matmul(&m, x, w, cpu) || (swap ? mlx_add(&o, r, m, cpu) : mlx_add(&o, m, r, cpu));
   mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m);
-  return rc || put(res, &o, 1);
+  return rc || test_vec_put(res, &o, 1);
 }
 
 /* h = x W + r; h W2 + h (W2 square) */
 static int chain(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), w2 = arg(in, 3);
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), r = test_vec_get(in, 2), w2 = test_vec_get(in, 3);
   mlx_array m = mlx_array_new(), h = mlx_array_new(), m2 = mlx_array_new(), o = mlx_array_new();
   int rc = mlx_matmul(&m, x, w, cpu) || mlx_add(&h, m, r, cpu) || mlx_matmul(&m2, h, w2, cpu) ||
            mlx_add(&o, m2, h, cpu);
   mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(w2);
   mlx_array_free(m), mlx_array_free(h), mlx_array_free(m2);
-  return rc || put(res, &o, 1);
+  return rc || test_vec_put(res, &o, 1);
 }
 
 /* (x W + r) * (x W): the product is read twice */
 static int read_twice(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), r = test_vec_get(in, 2), m = mlx_array_new(),
             s = mlx_array_new(), o = mlx_array_new();
   int rc = mlx_matmul(&m, x, w, cpu) || mlx_add(&s, m, r, cpu) || mlx_multiply(&o, s, m, cpu);
   mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m), mlx_array_free(s);
-  return rc || put(res, &o, 1);
+  return rc || test_vec_put(res, &o, 1);
 }
 
 /* (x W + r, x W): the product is an output */
 static int product_out(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), o[2] = {mlx_array_new(), mlx_array_new()};
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), r = test_vec_get(in, 2), o[2] = {mlx_array_new(), mlx_array_new()};
   int rc = mlx_matmul(&o[1], x, w, cpu) || mlx_add(&o[0], o[1], r, cpu);
   mlx_array_free(x), mlx_array_free(w), mlx_array_free(r);
-  return rc || put(res, o, 2);
+  return rc || test_vec_put(res, o, 2);
 }
 
 static mlx_array rand_of(const int *shape, int nd, mlx_dtype t) {
@@ -143,12 +116,12 @@ static void run(const char *what, int (*fn)(mlx_vector_array *, const mlx_vector
   CHECK_OK(mlx_closure_apply(&out, cf, in));
   CHECK_OK(mlx_closure_apply(&ref, f, in));
   if (mlx_vector_array_size(out) >= 1 && mlx_vector_array_size(ref) >= 1) {
-    mlx_array o = arg(out, 0), e = arg(ref, 0);
+    mlx_array o = test_vec_get(out, 0), e = test_vec_get(ref, 0);
     struct counts got = count(node(o));
     CHECK_MSG(got.add == want.add && got.mm == want.mm && got.mm_c == want.mm_c,
               "%s: %d adds, %d products, %d with c; want %d, %d, %d", what, got.add, got.mm,
               got.mm_c, want.add, want.mm, want.mm_c);
-    CHECK_MSG(same_bits(o, e), "%s: compiled differs from uncompiled", what);
+    CHECK_MSG(test_same_bits(o, e), "%s: compiled differs from uncompiled", what);
     mlx_array_free(o), mlx_array_free(e);
   } else {
     CHECK_MSG(false, "%s: no outputs", what);
@@ -239,7 +212,7 @@ static void test_shapeless(void) {
     mlx_array o = call1(cf, 3, a, NULL), e = call1(f, 3, a, NULL);
     struct counts got = count(node(o));
     CHECK_MSG(got.mm_c == 1 && got.add == 0, "shapeless rows %d: not fused", rows);
-    CHECK_MSG(same_bits(o, e), "shapeless rows %d: compiled differs", rows);
+    CHECK_MSG(test_same_bits(o, e), "shapeless rows %d: compiled differs", rows);
     mlx_array_free(o), mlx_array_free(e);
     for (int k = 0; k < 3; k++) mlx_array_free(a[k]);
   }
@@ -251,10 +224,10 @@ static void test_shapeless(void) {
  * every product reads x, so they group; payload: number of products. */
 static int siblings(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   int np = *(const int *)payload;
-  mlx_array x = arg(in, 0), o[LC_MM_GROUP_MAX + 2];
+  mlx_array x = test_vec_get(in, 0), o[LC_MM_GROUP_MAX + 2];
   int rc = 0, no = 0;
   for (int k = 0; k < np && !rc; k++) {
-    mlx_array w = arg(in, 1 + (size_t)k);
+    mlx_array w = test_vec_get(in, 1 + (size_t)k);
     o[no] = mlx_array_new();
     rc = mlx_matmul(&o[no++], x, w, cpu);
     mlx_array_free(w);
@@ -269,7 +242,7 @@ static int siblings(mlx_vector_array *res, const mlx_vector_array in, void *payl
     for (int k = 0; k < no; k++) mlx_array_free(o[k]);
     return rc;
   }
-  return put(res, o, (size_t)no);
+  return test_vec_put(res, o, (size_t)no);
 }
 
 /* np products of x (rows x K) by weights of widths N_k, compiled (shapeless
@@ -300,9 +273,9 @@ static void group_case(mlx_dtype t, int rows, int K, int np, bool shapeless, int
     CHECK_MSG(no == mlx_vector_array_size(ref) && no >= (size_t)np, "group: %zu outputs", no);
     int groups = 0;
     for (size_t k = 0; k < no; k++) {
-      mlx_array o = arg(out, k), e = arg(ref, k);
+      mlx_array o = test_vec_get(out, k), e = test_vec_get(ref, k);
       if (k == 0) groups = count(node(o)).group;
-      CHECK_MSG(same_bits(o, e), "group dtype %d rows %d np %d call %d: output %zu differs",
+      CHECK_MSG(test_same_bits(o, e), "group dtype %d rows %d np %d call %d: output %zu differs",
                 (int)t, rows, np, call, k);
       mlx_array_free(o), mlx_array_free(e);
     }

@@ -15,23 +15,6 @@
 
 static mlx_stream cpu;
 
-static bool same_bits(mlx_array a, mlx_array b) {
-  if (mlx_array_eval(a) || mlx_array_eval(b)) return false;
-  if (mlx_array_dtype(a) != mlx_array_dtype(b) || mlx_array_ndim(a) != mlx_array_ndim(b) ||
-      mlx_array_size(a) != mlx_array_size(b))
-    return false;
-  size_t isz = mlx_dtype_size(mlx_array_dtype(a)), n = mlx_array_size(a);
-  char *pa = malloc(n * isz + 1), *pb = malloc(n * isz + 1);
-  bool same = pa && pb;
-  if (same) {
-    lc_node_copy_out(node(a), pa);
-    lc_node_copy_out(node(b), pb);
-    same = memcmp(pa, pb, n * isz) == 0;
-  }
-  free(pa);
-  free(pb);
-  return same;
-}
 
 /* The distinct nodes of op reachable from a or b. */
 static int count_op(struct lc_node *a, struct lc_node *b, int op) {
@@ -51,31 +34,21 @@ static int count_op(struct lc_node *a, struct lc_node *b, int op) {
   return found;
 }
 
-static mlx_array arg(const mlx_vector_array in, size_t k) {
-  mlx_array a = mlx_array_new();
-  mlx_vector_array_get(&a, in, k);
-  return a;
-}
 
-static int put(mlx_vector_array *res, mlx_array *o, size_t n) {
-  int rc = mlx_vector_array_set_data(res, o, n);
-  for (size_t k = 0; k < n; k++) mlx_array_free(o[k]);
-  return rc;
-}
 
 /* (x * y, x + y) */
 static int two_out(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), y = arg(in, 1), o[2] = {mlx_array_new(), mlx_array_new()};
+  mlx_array x = test_vec_get(in, 0), y = test_vec_get(in, 1), o[2] = {mlx_array_new(), mlx_array_new()};
   int rc = mlx_multiply(&o[0], x, y, cpu) || mlx_add(&o[1], x, y, cpu);
   mlx_array_free(x), mlx_array_free(y);
-  return rc || put(res, o, 2);
+  return rc || test_vec_put(res, o, 2);
 }
 
 /* (x c - y s, x s + y c), c and s one row broadcast over x's rows */
 static int rope(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), y = arg(in, 1), c = arg(in, 2), s = arg(in, 3);
+  mlx_array x = test_vec_get(in, 0), y = test_vec_get(in, 1), c = test_vec_get(in, 2), s = test_vec_get(in, 3);
   mlx_array t[4] = {mlx_array_new(), mlx_array_new(), mlx_array_new(), mlx_array_new()};
   mlx_array o[2] = {mlx_array_new(), mlx_array_new()};
   int rc = mlx_multiply(&t[0], x, c, cpu) || mlx_multiply(&t[1], y, s, cpu) ||
@@ -83,14 +56,14 @@ static int rope(mlx_vector_array *res, const mlx_vector_array in, void *payload)
            mlx_multiply(&t[3], y, c, cpu) || mlx_add(&o[1], t[2], t[3], cpu);
   for (int k = 0; k < 4; k++) mlx_array_free(t[k]);
   mlx_array_free(x), mlx_array_free(y), mlx_array_free(c), mlx_array_free(s);
-  return rc || put(res, o, 2);
+  return rc || test_vec_put(res, o, 2);
 }
 
 /* a = exp(x) * 2; b = (x + sort(a)) * 3: b's region depends on a's
  * through the sort, so merging them would make a cycle. Outputs (a, b). */
 static int through_sort(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), two = mlx_array_new_float(2), three = mlx_array_new_float(3);
+  mlx_array x = test_vec_get(in, 0), two = mlx_array_new_float(2), three = mlx_array_new_float(3);
   mlx_array e = mlx_array_new(), s = mlx_array_new(), u = mlx_array_new();
   mlx_array o[2] = {mlx_array_new(), mlx_array_new()};
   int rc = mlx_exp(&e, x, cpu) || mlx_multiply(&o[0], e, two, cpu) ||
@@ -98,19 +71,19 @@ static int through_sort(mlx_vector_array *res, const mlx_vector_array in, void *
            mlx_multiply(&o[1], u, three, cpu);
   mlx_array_free(x), mlx_array_free(two), mlx_array_free(three);
   mlx_array_free(e), mlx_array_free(s), mlx_array_free(u);
-  return rc || put(res, o, 2);
+  return rc || test_vec_put(res, o, 2);
 }
 
 /* (exp(x) * 2, x - max(x) over rows): the second is a row region, which
  * stays apart from the elementwise one. */
 static int with_row(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), two = mlx_array_new_float(2), e = mlx_array_new(), m = mlx_array_new();
+  mlx_array x = test_vec_get(in, 0), two = mlx_array_new_float(2), e = mlx_array_new(), m = mlx_array_new();
   mlx_array o[2] = {mlx_array_new(), mlx_array_new()};
   int rc = mlx_exp(&e, x, cpu) || mlx_multiply(&o[0], e, two, cpu) ||
            mlx_max_axis(&m, x, -1, true, cpu) || mlx_subtract(&o[1], x, m, cpu);
   mlx_array_free(x), mlx_array_free(two), mlx_array_free(e), mlx_array_free(m);
-  return rc || put(res, o, 2);
+  return rc || test_vec_put(res, o, 2);
 }
 
 /* Applies f compiled and not to args at shape rows x cols (extra args one
@@ -132,7 +105,7 @@ static void run(const char *what, int (*fn)(mlx_vector_array *, const mlx_vector
     CHECK_OK(mlx_closure_apply(&ref, f, in));
     CHECK_MSG(mlx_vector_array_size(out) == 2, "%s: %zu outputs", what, mlx_vector_array_size(out));
     if (mlx_vector_array_size(out) == 2) {
-      mlx_array o0 = arg(out, 0), o1 = arg(out, 1), e0 = arg(ref, 0), e1 = arg(ref, 1);
+      mlx_array o0 = test_vec_get(out, 0), o1 = test_vec_get(out, 1), e0 = test_vec_get(ref, 0), e1 = test_vec_get(ref, 1);
       /* the structure, before evaluation replaces it */
       struct lc_node *f0 = node(o0)->op == LC_OP_TUPLE_GET ? node(o0)->in[0] : node(o0);
       struct lc_node *f1 = node(o1)->op == LC_OP_TUPLE_GET ? node(o1)->in[0] : node(o1);
@@ -142,7 +115,7 @@ static void run(const char *what, int (*fn)(mlx_vector_array *, const mlx_vector
                 shared ? "share" : "do not share");
       CHECK_MSG(fused == want_fused, "%s shape %d: %d fused nodes, want %d", what, sh, fused,
                 want_fused);
-      CHECK_MSG(same_bits(o0, e0) && same_bits(o1, e1), "%s shape %d: compiled differs", what, sh);
+      CHECK_MSG(test_same_bits(o0, e0) && test_same_bits(o1, e1), "%s shape %d: compiled differs", what, sh);
       mlx_array_free(o0), mlx_array_free(o1), mlx_array_free(e0), mlx_array_free(e1);
     }
     mlx_vector_array_free(in), mlx_vector_array_free(out), mlx_vector_array_free(ref);

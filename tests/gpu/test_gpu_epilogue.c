@@ -21,28 +21,10 @@
 #include "core/node.h"
 #include "gpu/gpu.h"
 #include "gpu/graphs.h"
+#include "../compile/compile_util.h"
 #include "gpu_util.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
-
-static struct lc_node *node(mlx_array a) { return (struct lc_node *)a.ctx; }
-
-static bool same_bits(mlx_array a, mlx_array b) {
-  if (mlx_array_eval(a) || mlx_array_eval(b)) return false;
-  if (mlx_array_dtype(a) != mlx_array_dtype(b) || mlx_array_size(a) != mlx_array_size(b))
-    return false;
-  size_t isz = mlx_dtype_size(mlx_array_dtype(a)), n = mlx_array_size(a);
-  char *pa = malloc(n * isz + 1), *pb = malloc(n * isz + 1);
-  bool same = pa && pb;
-  if (same) {
-    lc_node_copy_out(node(a), pa);
-    lc_node_copy_out(node(b), pb);
-    same = memcmp(pa, pb, n * isz) == 0;
-  }
-  free(pa);
-  free(pb);
-  return same;
-}
 
 /* ADD nodes and MATMULs with a rounded c reachable from a (unevaluated). */
 static void count(struct lc_node *a, int *adds, int *mm_c) {
@@ -65,15 +47,10 @@ static void count(struct lc_node *a, int *adds, int *mm_c) {
   }
 }
 
-static mlx_array arg(const mlx_vector_array in, size_t k) {
-  mlx_array a = mlx_array_new();
-  mlx_vector_array_get(&a, in, k);
-  return a;
-}
 
 static int residual(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   (void)payload;
-  mlx_array x = arg(in, 0), w = arg(in, 1), r = arg(in, 2), m = mlx_array_new(),
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), r = test_vec_get(in, 2), m = mlx_array_new(),
             o = mlx_array_new();
   int rc = mlx_matmul(&m, x, w, gpu_stream) || mlx_add(&o, m, r, gpu_stream);
   mlx_array_free(x), mlx_array_free(w), mlx_array_free(r), mlx_array_free(m);
@@ -124,7 +101,7 @@ static void residual_case(mlx_dtype t, int batch, int rows, int K, int N, bool t
   mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
   gemv_delta();
   CHECK_OK(mlx_closure_apply(&out, cf, in));
-  mlx_array o = arg(out, 0);
+  mlx_array o = test_vec_get(out, 0);
   int adds, mm_c;
   count(node(o), &adds, &mm_c);
   CHECK_MSG(adds == 0 && mm_c == 1, "%s: %d adds, %d products with c", what, adds, mm_c);
@@ -132,9 +109,9 @@ static void residual_case(mlx_dtype t, int batch, int rows, int K, int N, bool t
   unsigned long got = gemv_delta();
   CHECK_MSG(got == (gemv ? 1u : 0u), "%s: %lu GEMV launches compiled", what, got);
   CHECK_OK(mlx_closure_apply(&ref, f, in));
-  mlx_array e = arg(ref, 0);
+  mlx_array e = test_vec_get(ref, 0);
   CHECK_OK(mlx_array_eval(e));
-  CHECK_MSG(same_bits(o, e), "%s: compiled differs from uncompiled", what);
+  CHECK_MSG(test_same_bits(o, e), "%s: compiled differs from uncompiled", what);
   /* and against the CPU, loosely (the sums' order differs) */
   mlx_array m = mlx_array_new(), c = mlx_array_new();
   CHECK_OK(mlx_matmul(&m, x, w, test_stream()));
@@ -177,11 +154,11 @@ static void test_graph_replay(void) {
   for (int i = 0; i < 3; i++) {
     mlx_vector_array out = mlx_vector_array_new();
     CHECK_OK(mlx_closure_apply(&out, i < 2 ? cf : f, in));
-    o[i] = arg(out, 0);
+    o[i] = test_vec_get(out, 0);
     CHECK_OK(mlx_array_eval(o[i]));
     mlx_vector_array_free(out);
   }
-  CHECK_MSG(same_bits(o[0], o[2]) && same_bits(o[1], o[2]), "graph replay differs");
+  CHECK_MSG(test_same_bits(o[0], o[2]) && test_same_bits(o[1], o[2]), "graph replay differs");
   for (int i = 0; i < 3; i++) mlx_array_free(o[i]);
   mlx_vector_array_free(in);
   mlx_closure_free(cf), mlx_closure_free(f);
@@ -192,9 +169,9 @@ static void test_graph_replay(void) {
 /* (x W_0, ..., x W_{n-1}) on the GPU stream; payload: n */
 static int products(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   int np = *(const int *)payload, rc = 0;
-  mlx_array x = arg(in, 0), o[4];
+  mlx_array x = test_vec_get(in, 0), o[4];
   for (int k = 0; k < np; k++) {
-    mlx_array w = arg(in, 1 + (size_t)k);
+    mlx_array w = test_vec_get(in, 1 + (size_t)k);
     o[k] = mlx_array_new();
     if (!rc) rc = mlx_matmul(&o[k], x, w, gpu_stream);
     mlx_array_free(w);
@@ -223,12 +200,12 @@ static void group_case(mlx_dtype t, int rows, int K, const int *widths, int np, 
   mlx_vector_array out = mlx_vector_array_new(), ref = mlx_vector_array_new();
   gemv_delta();
   CHECK_OK(mlx_closure_apply(&out, cf, in));
-  mlx_array o0 = arg(out, 0);
+  mlx_array o0 = test_vec_get(out, 0);
   struct lc_node *tg = node(o0);
   bool grouped = tg->op == LC_OP_TUPLE_GET && tg->in[0]->op == LC_OP_MATMUL_GROUP;
   CHECK_MSG(grouped, "%s: not one group", what);
   for (size_t k = 0; k < (size_t)np; k++) {
-    mlx_array o = arg(out, k);
+    mlx_array o = test_vec_get(out, k);
     CHECK_OK(mlx_array_eval(o));
     mlx_array_free(o);
   }
@@ -236,8 +213,8 @@ static void group_case(mlx_dtype t, int rows, int K, const int *widths, int np, 
   CHECK_MSG(got == (tb ? (unsigned long)np : 1u), "%s: %lu GEMV launches", what, got);
   CHECK_OK(mlx_closure_apply(&ref, f, in));
   for (size_t k = 0; k < (size_t)np; k++) {
-    mlx_array o = arg(out, k), e = arg(ref, k);
-    CHECK_MSG(same_bits(o, e), "%s: product %zu differs from uncompiled", what, k);
+    mlx_array o = test_vec_get(out, k), e = test_vec_get(ref, k);
+    CHECK_MSG(test_same_bits(o, e), "%s: product %zu differs from uncompiled", what, k);
     mlx_array_free(o), mlx_array_free(e);
   }
   mlx_array_free(o0);

@@ -316,6 +316,25 @@ struct Plan {
   bool cluster;
 };
 
+// Slices of k for `tiles` column tiles: about fill_per_sm() blocks per SM,
+// each thread still making kUnroll loads or more, at most 64.
+int64_t slices_for(int64_t K, int64_t tiles, int sms) {
+  constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
+  int64_t want = (fill_per_sm() * sms + tiles - 1) / tiles;
+  int64_t most = (K + min_rows - 1) / min_rows;
+  int64_t ksplit = want < most ? want : most;
+  return ksplit < 1 ? 1 : ksplit > 64 ? 64 : ksplit;
+}
+
+// p's kchunk (whole block steps of rows) for about ksplit slices of K, and
+// the slices that makes.
+void set_chunks(Plan *p, int64_t K, int64_t ksplit) {
+  int64_t kchunk = (K + ksplit - 1) / ksplit;
+  kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
+  p->kchunk = kchunk;
+  p->ksplit = (K + kchunk - 1) / kchunk;
+}
+
 // 0 with *p, LC_CU_UNSUPPORTED, or a negative cudaError_t. lc_cu_gemv_plan
 // and lc_cu_gemv both call it, so that they agree on the scratch.
 int plan(const struct lc_cu_gemv *g, Plan *p) {
@@ -343,14 +362,7 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
     (void)cudaGetLastError();
     return -(int)e;
   }
-  // about fill_per_sm() blocks per SM; each thread still makes kUnroll
-  // loads or more
-  constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
-  int64_t want = (fill_per_sm() * sms + p->tiles - 1) / p->tiles;
-  int64_t most = (g->K + min_rows - 1) / min_rows;
-  int64_t ksplit = want < most ? want : most;
-  if (ksplit < 1) ksplit = 1;
-  if (ksplit > 64) ksplit = 64;
+  int64_t ksplit = slices_for(g->K, p->tiles, sms);
   // One kernel rather than two where a cluster holds the slices: fewer
   // blocks in flight, but no second launch (whose latency exceeds the
   // whole read at decode sizes) and no partial sums through memory.
@@ -358,10 +370,7 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
     if (ksplit > kMaxCluster) ksplit = kMaxCluster;
     p->cluster = true;
   }
-  int64_t kchunk = (g->K + ksplit - 1) / ksplit;
-  kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
-  p->kchunk = kchunk;
-  p->ksplit = (g->K + kchunk - 1) / kchunk;
+  set_chunks(p, g->K, ksplit);
   // the rounding of kchunk can leave fewer slices; a cluster of one is a block
   if (p->ksplit <= 1) p->cluster = false;
   return 0;
@@ -416,16 +425,7 @@ int plan_group(const struct lc_cu_gemv_group *g, Plan *p, int64_t *tiles_of) {
     (void)cudaGetLastError();
     return -(int)e;
   }
-  constexpr int64_t min_rows = (int64_t)kWarps * kRowLanes * kUnroll;
-  int64_t want = (fill_per_sm() * sms + p->tiles - 1) / p->tiles;
-  int64_t most = (g->K + min_rows - 1) / min_rows;
-  int64_t ksplit = want < most ? want : most;
-  if (ksplit < 1) ksplit = 1;
-  if (ksplit > 64) ksplit = 64;
-  int64_t kchunk = (g->K + ksplit - 1) / ksplit;
-  kchunk = (kchunk + kWarps * kRowLanes - 1) / (kWarps * kRowLanes) * (kWarps * kRowLanes);
-  p->kchunk = kchunk;
-  p->ksplit = (g->K + kchunk - 1) / kchunk;
+  set_chunks(p, g->K, slices_for(g->K, p->tiles, sms));
   p->cluster = false;
   return 0;
 }
