@@ -31,12 +31,24 @@
 #include "ops/prim.h"
 #include "ops/tuple.h"
 
-/* 0: off, 1: GPU instructions, 2: every device. Read once per call. */
-static int epilogue_scope(void) {
-  const char *e = getenv("LACE_FUSE_EPILOGUE");
-  if (!e || !*e) return 1;
+/* A pass's scope from environment variable `name`: 0 off, 1 GPU
+ * instructions, 2 every device ("all"); unset or empty: dflt. Read once
+ * per compile. */
+static int env_scope(const char *name, int dflt) {
+  const char *e = getenv(name);
+  if (!e || !*e) return dflt;
   if (!strcmp(e, "0")) return 0;
   return !strcmp(e, "all") ? 2 : 1;
+}
+
+/* Whether ins is a plain matmul (one output, two inputs: no c, alpha 1,
+ * not gather or segmented). */
+static bool plain_matmul(const struct lc_cinstr *ins) {
+  if (ins->op != LC_OP_MATMUL || ins->nin != 2 || ins->nout != 1 ||
+      ins->params_size != sizeof(struct lc_matmul_params))
+    return false;
+  const struct lc_matmul_params *mp = ins->params;
+  return !mp->has_c && !mp->gather && !mp->segmented && mp->alpha == 1.0f;
 }
 
 static bool float_dtype(mlx_dtype t) {
@@ -51,18 +63,14 @@ static bool fusable_pair(const struct lc_cprog *p, const int *uses, int i, int k
   const struct lc_cval *mv = &p->vals[v], *cv = &p->vals[c], *ov = &p->vals[add->out[0]];
   if (mv->prod < 0 || uses[v] != 1) return false;
   const struct lc_cinstr *mm = &p->instrs[mv->prod];
-  if (mm->op != LC_OP_MATMUL || mm->nin != 2 || mm->nout != 1 || mm->dev != add->dev ||
-      mm->params_size != sizeof(struct lc_matmul_params))
-    return false;
-  const struct lc_matmul_params *mp = mm->params;
-  if (mp->has_c || mp->gather || mp->segmented || mp->alpha != 1.0f) return false;
+  if (!plain_matmul(mm) || mm->dev != add->dev) return false;
   return float_dtype(mv->dtype) && mv->dtype == cv->dtype && mv->dtype == ov->dtype &&
          lc_shape_equal(mv->ndim, mv->shape, ov->ndim, ov->shape) &&
          lc_shape_equal(cv->ndim, cv->shape, ov->ndim, ov->shape);
 }
 
 int lc_compile_fuse_epilogues(struct lc_cprog *p) {
-  int scope = epilogue_scope();
+  int scope = env_scope("LACE_FUSE_EPILOGUE", 1);
   if (!scope) return 0;
   /* how many times each value is read (outputs count: they must survive) */
   int *uses = calloc((size_t)p->nval + 1, sizeof(int));
@@ -112,15 +120,11 @@ int lc_compile_fuse_epilogues(struct lc_cprog *p) {
  * an input or a constant. */
 static bool groupable(const struct lc_cprog *p, int i, int scope) {
   const struct lc_cinstr *ins = &p->instrs[i];
-  if (ins->op != LC_OP_MATMUL || ins->nin != 2 || ins->nout != 1 ||
-      ins->params_size != sizeof(struct lc_matmul_params) || (scope == 1 && ins->dev < 0))
-    return false;
-  const struct lc_matmul_params *mp = ins->params;
-  if (mp->has_c || mp->gather || mp->segmented || mp->alpha != 1.0f) return false;
+  if (!plain_matmul(ins) || (scope == 1 && ins->dev < 0)) return false;
   const struct lc_cval *a = &p->vals[ins->in[0]], *b = &p->vals[ins->in[1]],
                        *o = &p->vals[ins->out[0]];
   return float_dtype(o->dtype) && a->dtype == o->dtype && b->dtype == o->dtype && b->prod < 0 &&
-         o->ndim <= 32;
+         o->ndim <= LC_MM_GROUP_MAX_NDIM;
 }
 
 /* Rewrites the group members[0..n) (instruction indices) as one tuple and
@@ -138,10 +142,8 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
     in[1 + k] = m->in[1];
     nbytes[k] = lc_shape_size(o->ndim, o->shape) * (int64_t)lc_dtype_size(o->dtype);
   }
-  int64_t total = lc_tuple_layout(n, nbytes, offs);
-  if (total / 64 > INT32_MAX) return 0; /* left alone */
-  int tshape[2] = {(int)(total / 64), 64}, tnd = 2;
-  if (total <= INT32_MAX) tshape[0] = (int)total, tnd = 1;
+  int tshape[2], tnd = lc_tuple_shape(lc_tuple_layout(n, nbytes, offs), tshape);
+  if (!tnd) return 0; /* too large: left alone */
   int t = lc_cprog_add_val(p, MLX_UINT8, tnd, tshape);
   if (t < 0) return 1;
   int gi = lc_cprog_add_instr(p, LC_OP_MATMUL_GROUP, 1 + n, in, 1, &t, &gp, sizeof gp);
@@ -163,15 +165,8 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
   return 0;
 }
 
-/* 0: off (the default), 1: GPU instructions, 2: every device. */
-static int group_scope(void) {
-  const char *e = getenv("LACE_GROUP_PRODUCTS");
-  if (!e || !*e || !strcmp(e, "0")) return 0;
-  return !strcmp(e, "all") ? 2 : 1;
-}
-
 int lc_compile_group_products(struct lc_cprog *p) {
-  int scope = group_scope();
+  int scope = env_scope("LACE_GROUP_PRODUCTS", 0); /* off by default */
   if (!scope) return 0;
   int ni = p->ninstr, groups = 0;
   char *taken = calloc((size_t)ni + 1, 1);

@@ -67,14 +67,19 @@ struct lc_matmul_params {
  * params (plain: no c, alpha 1, not gather or segmented), each of a's
  * dtype. On a GPU the GEMV kernels compute them in one launch. */
 #define LC_MM_GROUP_MAX 4
+#define LC_MM_GROUP_MAX_NDIM 32 /* the products' ranks it takes */
 struct lc_mm_group_params {
   struct lc_matmul_params mm;
   int32_t n, pad;
 };
-/* Output k's shape (ndim, shape[] of room for 32) of a group node's
+/* Output k's shape (ndim, shape[LC_MM_GROUP_MAX_NDIM]) of a group node's
  * params over a and b: 0, or 1 when they do not form a product. */
 int lc_matmul_group_out_shape(const struct lc_mm_group_params *p, struct lc_node *a,
                               struct lc_node *b, int *ndim, int *shape);
+/* Every output's rank, shape and bytes of group node n. 0, or 1 after
+ * reporting. */
+int lc_matmul_group_outs(const struct lc_node *n, int *nds, int shapes[][LC_MM_GROUP_MAX_NDIM],
+                         int64_t *nbytes);
 
 /* Flattens dims [lo, hi) of (shape, st) into one (size, stride); false
  * when they are not equally spaced. Extent-1 dimensions are ignored. */

@@ -13,22 +13,19 @@
 #include "ops/prim.h"
 #include "ops/tuple.h"
 
-#define GROUP_MAX_NDIM 32 /* ranks of the products this primitive takes */
-
 int lc_matmul_group_out_shape(const struct lc_mm_group_params *p, struct lc_node *a,
                               struct lc_node *b, int *ndim, int *shape) {
   const struct lc_matmul_params *m = &p->mm;
   int nd = m->a_split + b->ndim - m->b_split;
-  if (nd < 0 || nd > GROUP_MAX_NDIM || m->has_c || m->gather || m->segmented) return 1;
+  if (nd < 0 || nd > LC_MM_GROUP_MAX_NDIM || m->has_c || m->gather || m->segmented) return 1;
   struct lc_node *in[2] = {a, b};
   if (lc_prims[LC_OP_MATMUL]->output_shape(m, 2, in, nd, shape)) return 1;
   *ndim = nd;
   return 0;
 }
 
-/* Byte sizes of the outputs of group node n. 0, or 1 after reporting. */
-static int out_bytes(const struct lc_node *n, int64_t *nbytes, int *nds,
-                     int shapes[][GROUP_MAX_NDIM]) {
+int lc_matmul_group_outs(const struct lc_node *n, int *nds, int shapes[][LC_MM_GROUP_MAX_NDIM],
+                         int64_t *nbytes) {
   const struct lc_mm_group_params *p = n->params;
   for (int k = 0; k < p->n; k++) {
     if (lc_matmul_group_out_shape(p, n->in[0], n->in[1 + k], &nds[k], shapes[k]))
@@ -41,8 +38,8 @@ static int out_bytes(const struct lc_node *n, int64_t *nbytes, int *nds,
 static int group_eval(struct lc_node *n) {
   const struct lc_mm_group_params *p = n->params;
   int64_t nbytes[LC_MM_GROUP_MAX];
-  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][GROUP_MAX_NDIM];
-  if (out_bytes(n, nbytes, nds, shapes) || lc_node_alloc_data(n)) return 1;
+  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][LC_MM_GROUP_MAX_NDIM];
+  if (lc_matmul_group_outs(n, nds, shapes, nbytes) || lc_node_alloc_data(n)) return 1;
   int saved = lc_build_device();
   lc_set_build_device(LC_DEV_CPU);
   int rc = 0;
@@ -64,7 +61,7 @@ static int group_tuple_build(const void *params, int nin, struct lc_node *const 
   const struct lc_mm_group_params *p = params;
   if (p->n < 1 || p->n > LC_MM_GROUP_MAX || nin != 1 + p->n) return 1;
   mlx_dtype dts[LC_MM_GROUP_MAX];
-  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][GROUP_MAX_NDIM];
+  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][LC_MM_GROUP_MAX_NDIM];
   const int *shp[LC_MM_GROUP_MAX];
   for (int k = 0; k < p->n; k++) {
     if (in[1 + k]->dtype != in[0]->dtype ||

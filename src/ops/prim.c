@@ -62,10 +62,15 @@ int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets) {
   return off;
 }
 
-int64_t lc_tuple_data_offset(int nout, const int64_t *nbytes, int k) {
-  int64_t offs[nout];
-  lc_tuple_layout(nout, nbytes, offs);
-  return offs[k];
+int lc_tuple_shape(int64_t total, int *shape) {
+  if (total <= INT32_MAX) {
+    shape[0] = (int)total;
+    return 1;
+  }
+  if (total / 64 > INT32_MAX) return 0;
+  shape[0] = (int)(total / 64);
+  shape[1] = 64;
+  return 2;
 }
 
 void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k) {
@@ -81,11 +86,8 @@ int lc_tuple_new(int op, int nin, struct lc_node *const *in, const void *params,
   for (int k = 0; k < nout; k++)
     nbytes[k] = lc_shape_size(ndims[k], shapes[k]) * (int64_t)lc_dtype_size(dtypes[k]);
   int64_t total = lc_tuple_layout(nout, nbytes, offs);
-  /* the tuple is total bytes: one dimension while an int32 extent holds
-   * it, else (total / 64, 64) (total is a multiple of 64) */
-  if (total / 64 > INT32_MAX) return lc_error("multi-output operation too large (%lld bytes)", (long long)total);
-  int tshape[2] = {(int)(total / 64), 64}, tnd = 2;
-  if (total <= INT32_MAX) tshape[0] = (int)total, tnd = 1;
+  int tshape[2], tnd = lc_tuple_shape(total, tshape);
+  if (!tnd) return lc_error("multi-output operation too large (%lld bytes)", (long long)total);
   struct lc_node *t = lc_node_new_op(op, MLX_UINT8, tnd, tshape, nin, in, params, params_size);
   if (!t) return 1;
   for (int k = 0; k < nout; k++) {

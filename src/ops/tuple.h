@@ -14,6 +14,11 @@
 /* Byte offsets of outputs with the given byte sizes; returns the total. */
 int64_t lc_tuple_layout(int nout, const int64_t *nbytes, int64_t *offsets);
 
+/* The uint8 shape of a tuple of `total` bytes (lc_tuple_layout's): one
+ * dimension while an int32 extent holds it, else (total / 64, 64). Its
+ * ndim, or 0 when total is too large for either. */
+int lc_tuple_shape(int64_t total, int *shape);
+
 /* Builds the tuple node for primitive `op` and its nout getters (new
  * references in outs). Output k has dtypes[k], ndims[k], shapes[k].
  * 0, or 1 after reporting (nothing is left allocated). */
@@ -35,9 +40,6 @@ int lc_tuple_index(const struct lc_node *getter, int *nout);
  * view of src, the tuple itself holding no data): for primitives whose
  * outputs are computed by other nodes (custom transforms). */
 struct lc_node *lc_tuple_get_view(struct lc_node *tuple, struct lc_node *src, int k, int nout);
-
-/* Output k's byte offset in a tuple of outputs of the given byte sizes. */
-int64_t lc_tuple_data_offset(int nout, const int64_t *nbytes, int k);
 
 /* Output k's data inside an evaluated tuple node. */
 void *lc_tuple_data(const struct lc_node *tuple, int nout, const int64_t *nbytes, int k);

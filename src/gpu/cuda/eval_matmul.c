@@ -125,6 +125,19 @@ static atomic_ulong gemv_launches;
 
 unsigned long lc_gpu_gemv_launches(void) { return atomic_load(&gemv_launches); }
 
+/* The GEMV kernels' rows of a for a product of M rows per batch: batches
+ * of a over one shared b fold into rows, equally spaced. false when they
+ * do not (or are too many); else *rows and *lda (row m at a + m * lda). */
+static bool gemv_rows_of(const struct mat *A, const struct mat *B, int64_t M, int64_t K,
+                         int64_t batches, int64_t *rows, int64_t *lda) {
+  if (A->op != CUBLAS_OP_N || (batches > 1 && B->batch_stride != 0)) return false;
+  /* a's rows over all batches must be equally spaced */
+  if (batches > 1 && M > 1 && A->batch_stride != M * A->ld) return false;
+  *rows = M * batches;
+  *lda = M > 1 ? A->ld : (batches > 1 ? A->batch_stride : K);
+  return *rows <= LC_CU_GEMV_MAX_M && !(batches > 1 && M == 1 && *lda == 0);
+}
+
 /* out = a b (+ c, rounded first: c_rounded) through lc_cu_gemv when there
  * are at most LC_CU_GEMV_MAX_M rows in all (batches of a over one shared b
  * fold into rows; c's row r at c + r * ldc). 0 (done),
@@ -133,14 +146,8 @@ unsigned long lc_gpu_gemv_launches(void) { return atomic_load(&gemv_launches); }
  * its own failure. */
 static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B, int64_t M,
                     int64_t K, int64_t N, int64_t batches, const void *c, int64_t ldc) {
-  if (gemv_disabled() || A->op != CUBLAS_OP_N || (batches > 1 && B->batch_stride != 0))
-    return LC_CU_UNSUPPORTED;
-  /* a's rows over all batches must be equally spaced */
-  if (batches > 1 && M > 1 && A->batch_stride != M * A->ld) return LC_CU_UNSUPPORTED;
-  int64_t rows = M * batches;
-  if (rows > LC_CU_GEMV_MAX_M) return LC_CU_UNSUPPORTED;
-  int64_t lda = M > 1 ? A->ld : (batches > 1 ? A->batch_stride : K);
-  if (batches > 1 && M == 1 && lda == 0) return LC_CU_UNSUPPORTED;
+  int64_t rows, lda;
+  if (gemv_disabled() || !gemv_rows_of(A, B, M, K, batches, &rows, &lda)) return LC_CU_UNSUPPORTED;
   struct lc_cu_gemv g = {.dt = n->dtype, .dev = n->dev, .M = (int)rows, .N = N, .K = K,
                          .lda = lda, .ldb = B->ld, .b_cols = B->op == CUBLAS_OP_T,
                          .a = lc_node_dev_data(n->in[0]), .b = lc_node_dev_data(n->in[1]),
@@ -199,14 +206,8 @@ static int add_c_after(struct lc_node *n) {
   for (int d = 0; d < c->ndim; d++) {
     e.shape[d] = c->shape[d];
     e.strides[1][d] = c->strides[d];
-    e.strides[0][d] = 0;
   }
-  /* out is contiguous: its row-major strides */
-  int64_t st = 1;
-  for (int d = c->ndim - 1; d >= 0; d--) {
-    e.strides[0][d] = st;
-    st *= c->shape[d];
-  }
+  lc_shape_strides(c->ndim, c->shape, e.strides[0]); /* out is contiguous */
   int rc = lc_cu_elementwise(&e, lc_gpu_stream(n->dev));
   return rc == LC_CU_UNSUPPORTED ? lc_error("matmul on the GPU: no kernel adds c")
                                  : lc_cuda_result(rc, "matmul (add of c)");
@@ -307,8 +308,8 @@ fail_rc:
 /* The group's products in one GEMV launch: 0, LC_CU_UNSUPPORTED (nothing
  * queued), or 1 after reporting. Each product must take the GEMV kernels'
  * rows layout (row-major weights) with the same rows of a. */
-static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp, const int *nds,
-                          int shapes[][32], const int64_t *nbytes) {
+static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp,
+                          int shapes[][LC_MM_GROUP_MAX_NDIM], const int64_t *offs) {
   const struct lc_matmul_params *p = &gp->mm;
   struct lc_cu_gemv_group g = {.dt = n->in[0]->dtype, .dev = n->dev, .n = gp->n,
                                .a = lc_node_dev_data(n->in[0])};
@@ -320,14 +321,11 @@ static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp
     int64_t M, K, K2, N, batches = 1;
     if ((int)b->dtype != g.dt || !layout(n->in[0], p->nb, p->a_split, p->nb, shapes[k], &A, &M, &K) ||
         !layout(b, p->nb, p->b_split, p->nb, shapes[k], &B, &K2, &N) || K != K2 ||
-        B.op != CUBLAS_OP_N || A.op != CUBLAS_OP_N)
+        B.op != CUBLAS_OP_N)
       return LC_CU_UNSUPPORTED;
     for (int d = 0; d < p->nb; d++) batches *= shapes[k][d];
-    if (batches > 1 && (B.batch_stride != 0 || (M > 1 && A.batch_stride != M * A.ld)))
-      return LC_CU_UNSUPPORTED;
-    int64_t rows = M * batches, lda = M > 1 ? A.ld : (batches > 1 ? A.batch_stride : K);
-    if (rows > LC_CU_GEMV_MAX_M || (batches > 1 && M == 1 && lda == 0) || K > INT32_MAX ||
-        N > INT32_MAX)
+    int64_t rows, lda;
+    if (!gemv_rows_of(&A, &B, M, K, batches, &rows, &lda) || K > INT32_MAX || N > INT32_MAX)
       return LC_CU_UNSUPPORTED;
     if (k == 0) {
       g.M = (int)rows;
@@ -339,9 +337,8 @@ static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp
     g.b[k] = lc_node_dev_data(b);
     g.ldb[k] = B.ld;
     g.N[k] = N;
-    g.out[k] = (char *)n->buf->dev_data + lc_tuple_data_offset(gp->n, nbytes, k);
+    g.out[k] = (char *)n->buf->dev_data + offs[k];
   }
-  (void)nds;
   size_t part = 0;
   int rc = lc_cu_gemv_group_plan(&g, &part);
   if (rc == LC_CU_UNSUPPORTED) return rc;
@@ -361,18 +358,15 @@ static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp
  * given back, stream-ordered). */
 int lc_cuda_eval_matmul_group(struct lc_node *n) {
   const struct lc_mm_group_params *gp = n->params;
-  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][32];
-  int64_t nbytes[LC_MM_GROUP_MAX];
+  int nds[LC_MM_GROUP_MAX], shapes[LC_MM_GROUP_MAX][LC_MM_GROUP_MAX_NDIM];
+  int64_t nbytes[LC_MM_GROUP_MAX], offs[LC_MM_GROUP_MAX];
   if (n->dev < 0 || n->dev >= MAX_GPUS || gp->n < 1 || gp->n > LC_MM_GROUP_MAX) return LC_EVAL_ON_CPU;
   mlx_dtype dt = n->in[0]->dtype;
-  for (int k = 0; k < gp->n; k++) {
-    if (lc_matmul_group_out_shape(gp, n->in[0], n->in[1 + k], &nds[k], shapes[k]))
-      return lc_error("internal: matmul group %d is not a product", k);
-    nbytes[k] = lc_shape_size(nds[k], shapes[k]) * (int64_t)lc_dtype_size(dt);
-  }
+  if (lc_matmul_group_outs(n, nds, shapes, nbytes)) return 1;
+  lc_tuple_layout(gp->n, nbytes, offs);
   if (lc_cuda_alloc_output(n)) return 1;
   void *stream = lc_gpu_stream(n->dev);
-  int g = try_gemv_group(n, gp, nds, shapes, nbytes);
+  int g = try_gemv_group(n, gp, shapes, offs);
   if (g == 0) return 0;
   if (g != LC_CU_UNSUPPORTED) return lc_cuda_finish(n, 1);
   int saved = lc_build_device(), rc = 0;
@@ -388,7 +382,7 @@ int lc_cuda_eval_matmul_group(struct lc_node *n) {
     t->dev = n->dev;
     rc = lc_cuda_eval_matmul(t);
     if (!rc && nbytes[k] &&
-        cudaMemcpyAsync((char *)n->buf->dev_data + (lc_tuple_data_offset(gp->n, nbytes, k)),
+        cudaMemcpyAsync((char *)n->buf->dev_data + offs[k],
                         t->buf->dev_data, (size_t)nbytes[k], cudaMemcpyDeviceToDevice,
                         (cudaStream_t)stream) != cudaSuccess) {
       (void)cudaGetLastError();
