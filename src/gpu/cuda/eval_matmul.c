@@ -1,4 +1,5 @@
-/* eval_cuda of MATMUL through cuBLAS (one strided-batched GEMM): float32
+/* eval_cuda of MATMUL through cuBLASLt (gpu/cuda/blas_lt.c; float types,
+ * batches of whole matrices) or cuBLAS (one strided-batched GEMM): float32
  * (TF32 tensor cores only when asked: MLX_ENABLE_TF32 set to a non-zero
  * integer when the first product runs; full float32 otherwise), float16
  * and bfloat16 (float accumulation), float64. Handles
@@ -69,6 +70,12 @@ int lc_cuda_blas_begin(int dev, const char *what, cublasHandle_t *h) {
 
 void lc_cuda_blas_end(int dev) { pthread_mutex_unlock(&handle_lock[dev]); }
 
+void *lc_cuda_blas_workspace(int dev, size_t *size) {
+  *size = workspaces[dev] ? WORKSPACE : 0;
+  return workspaces[dev];
+}
+
+
 /* A matrix operand in cuBLAS's terms: the column-major matrix at ptr with
  * leading dimension ld is op(X)^T's storage. */
 struct mat {
@@ -111,6 +118,47 @@ static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
     return m->ld >= *R && m->ld > 0;
   }
   return false;
+}
+
+/* LACE_CUDA_BLASLT=0: products go to cublasGemmStridedBatchedEx instead of
+ * cuBLASLt (for comparisons). */
+static bool lt_disabled(void) {
+  const char *e = getenv("LACE_CUDA_BLASLT");
+  return e && strcmp(e, "0") == 0;
+}
+
+/* Products cuBLASLt takes: its float types, batches that each have their
+ * own matrices (broadcast operands stay with cuBLAS's GEMM). */
+static bool lt_takes(cudaDataType_t dt, const struct mat *A, const struct mat *B,
+                     int64_t batches) {
+  return (dt == CUDA_R_32F || dt == CUDA_R_16F || dt == CUDA_R_16BF) && !lt_disabled() &&
+         (batches == 1 || (A->batch_stride != 0 && B->batch_stride != 0));
+}
+
+/* out (M x N per batch, row-major) = alpha a b + beta out through cuBLASLt:
+ * as cuBLAS's column-major out^T = b^T a^T. The caller holds the lock. */
+static int lt_product(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t ct,
+                      const struct mat *A, const struct mat *B, int64_t M, int64_t K, int64_t N,
+                      int64_t batches, const void *alpha, const void *beta) {
+  size_t ws_size;
+  void *ws = lc_cuda_blas_workspace(n->dev, &ws_size);
+  struct lc_cuda_gemm g;
+  memset(&g, 0, sizeof g);
+  g.key.m = N, g.key.n = M, g.key.k = K;
+  g.key.lda = B->ld, g.key.ldb = A->ld, g.key.ldc = N;
+  g.key.batch = batches;
+  if (batches > 1)
+    g.key.stride_a = B->batch_stride, g.key.stride_b = A->batch_stride, g.key.stride_c = M * N;
+  g.key.dt = (int32_t)dt, g.key.ct = (int32_t)ct;
+  g.key.opa = (int32_t)B->op, g.key.opb = (int32_t)A->op;
+  g.a = lc_node_dev_data(n->in[1]);
+  g.b = lc_node_dev_data(n->in[0]);
+  g.c = n->buf->dev_data;
+  g.key.align_a = lc_cuda_lt_align(g.a);
+  g.key.align_b = lc_cuda_lt_align(g.b);
+  g.key.align_c = lc_cuda_lt_align(g.c);
+  g.alpha = alpha, g.beta = beta;
+  return lc_cuda_lt_gemm(n->dev, &g, lc_gpu_stream(n->dev), ws, ws_size);
 }
 
 /* LACE_CUDA_GEMV=0: products of a few rows go to cuBLAS too (for
@@ -287,7 +335,11 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   double ad = p->alpha, bd = beta;
   const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
   const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
-  int rc = lc_cuda_blas_check(
+  int rc = LC_CUDA_LT_DECLINED;
+  if (lt_takes(dt, &A, &B, batches))
+    rc = lt_product(n, dt, ct, &A, &B, M, K, N, batches, alpha, betap);
+  if (rc == LC_CUDA_LT_DECLINED)
+    rc = lc_cuda_blas_check(
       cublasGemmStridedBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
                                  lc_node_dev_data(b), dt, (int)B.ld, B.batch_stride,
                                  lc_node_dev_data(a), dt, (int)A.ld, A.batch_stride, betap,

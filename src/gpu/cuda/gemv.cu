@@ -404,7 +404,7 @@ cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
 }
 
 // A group's grid (rows layout only): every product's tiles, one k split
-// for all. 0 with *p (tiles: the sum), or LC_CU_UNSUPPORTED, or a negative
+// for all (the one each product alone would have). 0 with *p (tiles: the sum), or LC_CU_UNSUPPORTED, or a negative
 // cudaError_t.
 int plan_group(const struct lc_cu_gemv_group *g, Plan *p, int64_t *tiles_of) {
   if (g->n < 1 || g->n > kMaxSeg || g->M < 1 || g->M > LC_CU_GEMV_MAX_M || g->K < 1)
@@ -425,7 +425,20 @@ int plan_group(const struct lc_cu_gemv_group *g, Plan *p, int64_t *tiles_of) {
     (void)cudaGetLastError();
     return -(int)e;
   }
-  set_chunks(p, g->K, slices_for(g->K, p->tiles, sms));
+  // Each product's slices as its own plan() would cut them, so that a
+  // group computes every product bit for bit as alone; products whose
+  // slices differ (or would be summed in a cluster) are not grouped.
+  for (int k = 0; k < g->n; k++) {
+    Plan q;
+    set_chunks(&q, g->K, slices_for(g->K, tiles_of[k], sms));
+    if (k == 0) {
+      p->kchunk = q.kchunk;
+      p->ksplit = q.ksplit;
+    } else if (q.kchunk != p->kchunk) {
+      return LC_CU_UNSUPPORTED;
+    }
+  }
+  if (p->ksplit > 1 && !cluster_disabled()) return LC_CU_UNSUPPORTED;
   p->cluster = false;
   return 0;
 }
