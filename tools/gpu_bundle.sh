@@ -5,7 +5,10 @@
 # of one per program), and the Debian libraries lace loads that the device
 # image lacks (OpenBLAS, KissFFT, gfortran's runtime), into
 # .gpubuild/bundle.tar.xz (ignored by git; carried by the device tool).
-#   sh tools/gpu_bundle.sh            after building build-gpu (LACE_CUDA=ON)
+#   sh tools/gpu_bundle.sh [AREA...]  after building build-gpu (LACE_CUDA=ON);
+#                                     AREAs: more tests/<AREA>/ directories, whose
+#                                     programs go to cpu-tests/ (run there with
+#                                     LACE_TEST_DEVICE=gpu: their cases on the GPU)
 # There: tar xJf .gpubuild/bundle.tar.xz -C /tmp && sh tools/gpu_check.sh /tmp/gpub
 set -eu
 B=build-gpu
@@ -20,6 +23,16 @@ for t in tests/gpu/test_*.c; do
   n=$(basename "$t" .c)
   cc $CF -Itests/common -DLACE_TEST_DATA="\"/tmp/gpub/data\"" "$t" -o "$D/$n" $LF
 done
+if [ $# -gt 0 ]; then
+  mkdir -p "$D/cpu-tests"
+  for a in "$@"; do
+    for t in tests/"$a"/test_*.c; do
+      n=$(basename "$t" .c)
+      cc $CF -Itests/common -DLACE_TEST_DATA="\"/tmp/gpub/data\"" "$t" -o "$D/cpu-tests/$n" \
+        -L"$D" -l:liblace.so.0 -lm -lpthread -Wl,-rpath,/tmp/gpub
+    done
+  done
+fi
 CBLAS=/usr/include/x86_64-linux-gnu/openblas-pthread
 for b in bench_gpu bench_decode; do
   cc $CF -Ibench -I$CBLAS "bench/$b.c" -o "$D/$b" $LF

@@ -95,9 +95,15 @@ static int test_randint(int lo, int hi) { /* [lo, hi] */
 
 /* ---- arrays ---- */
 
+/* The stream tests compute on: the CPU's, or with LACE_TEST_DEVICE=gpu
+ * the default GPU stream (to run a CPU test's cases on a GPU; where there
+ * is no GPU the test then fails at its first op, with the error). */
 static mlx_stream test_stream(void) {
   static mlx_stream s; /* tests are single-threaded unless they say so */
-  if (!s.ctx) s = mlx_default_cpu_stream_new();
+  if (!s.ctx) {
+    const char *d = getenv("LACE_TEST_DEVICE");
+    s = d && strcmp(d, "gpu") == 0 ? mlx_default_gpu_stream_new() : mlx_default_cpu_stream_new();
+  }
   return s;
 }
 

@@ -125,7 +125,7 @@ static int eval_step(const struct graph *g, const struct step *st, mlx_array *va
 static int run_graph(mlx_vector_array *res, const mlx_vector_array in, void *pl) {
   struct graph *g = pl;
   g->calls++;
-  mlx_stream s = mlx_default_cpu_stream_new();
+  mlx_stream s = test_stream();
   mlx_array vals[MAXIN + MAXSTEP];
   int n = 0, rc = 0;
   for (; n < g->nin; n++) {
@@ -135,7 +135,6 @@ static int run_graph(mlx_vector_array *res, const mlx_vector_array in, void *pl)
   for (int i = 0; i < g->nstep && !rc; i++, n++) rc = eval_step(g, &g->steps[i], vals, n, s);
   for (int o = 0; o < g->nout && !rc; o++) rc = mlx_vector_array_append_value(*res, vals[g->outs[o]]);
   for (int i = 0; i < n; i++) mlx_array_free(vals[i]);
-  mlx_stream_free(s);
   return rc;
 }
 
