@@ -564,6 +564,7 @@ static int divmod_tuple_build(const void *params, int nin, struct lc_node *const
 }
 const struct lc_prim lc_prim_divmod = {.name = "divmod",
                                        .eval_cpu = divmod_eval,
+                                       .eval_cuda = LC_CUDA(lc_cuda_eval_divmod),
                                        .vjp = lc_rule_zero_vjp,
                                        .jvp = divmod_jvp,
                                        .vmap = divmod_vmap,

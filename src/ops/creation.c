@@ -209,7 +209,9 @@ static int linspace_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_linspace = {.name = "linspace", .eval_cpu = linspace_eval};
+const struct lc_prim lc_prim_linspace = {.name = "linspace",
+                                         .eval_cpu = linspace_eval,
+                                         .eval_cuda = LC_CUDA(lc_cuda_eval_linspace)};
 
 struct lc_node *lc_linspace(double start, double stop, int num, mlx_dtype t) {
   if (check_dtype("linspace", t)) return NULL;
@@ -246,7 +248,9 @@ static int tri_eval(struct lc_node *n) {
   return 0;
 }
 
-const struct lc_prim lc_prim_tri = {.name = "tri", .eval_cpu = tri_eval};
+const struct lc_prim lc_prim_tri = {.name = "tri",
+                                    .eval_cpu = tri_eval,
+                                    .eval_cuda = LC_CUDA(lc_cuda_eval_tri)};
 
 static struct lc_node *tri_new(const char *fn, int n, int m, int k, mlx_dtype t, int eye) {
   if (check_dtype(fn, t)) return NULL;
@@ -315,6 +319,7 @@ static int tril_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_tril = {.name = "tril",
                                      .eval_cpu = tril_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_tril),
                                      .vjp = tril_vjp,
                                      .jvp = tril_jvp,
                                      .vmap = tril_vmap};

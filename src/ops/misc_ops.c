@@ -244,6 +244,7 @@ static int hadamard_vmap(struct lc_node *n, struct lc_node *const *in, const int
 
 const struct lc_prim lc_prim_hadamard = {.name = "hadamard",
                                          .eval_cpu = hadamard_eval,
+                                         .eval_cuda = LC_CUDA(lc_cuda_eval_hadamard),
                                          .vjp = hadamard_vjp,
                                          .jvp = hadamard_jvp,
                                          .vmap = hadamard_vmap};

@@ -165,6 +165,15 @@ int lc_cuda_eval_random_bits(struct lc_node *n);
 /* convolution (gpu/cuda/eval_conv.c) and FFT (gpu/cuda/eval_fft.c) */
 int lc_cuda_eval_conv(struct lc_node *n);
 int lc_cuda_eval_fft(struct lc_node *n);
+/* divmod, creation, diag, hadamard, masked_scatter, size (gpu/cuda/eval_misc.c) */
+int lc_cuda_eval_divmod(struct lc_node *n);
+int lc_cuda_eval_linspace(struct lc_node *n);
+int lc_cuda_eval_tri(struct lc_node *n);
+int lc_cuda_eval_tril(struct lc_node *n);
+int lc_cuda_eval_diag(struct lc_node *n);
+int lc_cuda_eval_hadamard(struct lc_node *n);
+int lc_cuda_eval_masked_scatter(struct lc_node *n);
+int lc_cuda_eval_number_of_elements(struct lc_node *n);
 #else
 #define LC_CUDA(fn) NULL
 #endif

@@ -933,6 +933,7 @@ done:
 
 const struct lc_prim lc_prim_masked_scatter = {.name = "masked_scatter",
                                                .eval_cpu = masked_scatter_eval,
+                                               .eval_cuda = LC_CUDA(lc_cuda_eval_masked_scatter),
                                                .vjp = masked_scatter_vjp,
                                                .jvp = masked_scatter_jvp,
                                                .vmap = masked_scatter_vmap};

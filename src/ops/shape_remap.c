@@ -573,6 +573,7 @@ static int diag_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
 
 const struct lc_prim lc_prim_diag = {.name = "diag",
                                      .eval_cpu = diag_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_diag),
                                      .vjp = diag_vjp,
                                      .jvp = diag_jvp,
                                      .vmap = diag_vmap};

@@ -71,6 +71,8 @@ static int noe_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
 
 const struct lc_prim lc_prim_number_of_elements = {.name = "number_of_elements",
                                                    .eval_cpu = noe_eval,
+                                                   .eval_cuda =
+                                                       LC_CUDA(lc_cuda_eval_number_of_elements),
                                                    .vjp = lc_rule_zero_vjp,
                                                    .jvp = lc_rule_zero_jvp,
                                                    .vmap = noe_vmap,
