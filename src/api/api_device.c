@@ -61,6 +61,7 @@ int lc_api_check_stream(const char *fn, mlx_stream s) {
   int dev;
   if (resolve_device(fn, st ? st->dev : default_device, &dev)) return 1;
   lc_set_build_device(dev);
+  lc_set_build_stream(st ? st->index : default_stream_index);
   return 0;
 }
 
@@ -68,6 +69,7 @@ int lc_api_use_default_device(const char *fn) {
   int dev;
   if (resolve_device(fn, default_device, &dev)) return 1;
   lc_set_build_device(dev);
+  lc_set_build_stream(default_stream_index);
   return 0;
 }
 
@@ -222,11 +224,11 @@ int mlx_stream_get_index(int *index, mlx_stream stream) {
 }
 
 /* CPU work is synchronous: by the time a call returns its work is done.
- * A GPU stream waits for its device's queue. */
+ * A GPU stream waits for its CUDA stream (its slot, gpu/gpu.h). */
 int mlx_synchronize(mlx_stream stream) {
   if (lc_api_check_stream("mlx_synchronize", stream)) return 1;
   int dev = lc_build_device();
-  return dev == LC_DEV_CPU ? 0 : lc_gpu_sync(dev);
+  return dev == LC_DEV_CPU ? 0 : lc_gpu_sync_slot(dev, lc_gpu_slot_of(lc_build_stream()));
 }
 
 uint64_t lc_api_default_stream_key(void) {

@@ -39,6 +39,7 @@ struct lc_cinstr {
   size_t params_size;
   int dev; /* where the traced node ran (LC_DEV_CPU or a GPU), or LC_DEV_ANY:
             * replay builds it there, as MLX replays on the traced streams */
+  int stream; /* the traced node's mlx stream index (with dev: where it replays) */
 };
 #define LC_DEV_ANY (-2) /* an instruction of no particular device (imported) */
 

@@ -164,7 +164,10 @@ int lc_fuse_emit(struct lc_fuse_ctx *c, const int *mem, int nm, int rid) {
   }
   int at = lc_cprog_add_instr(p, LC_OP_FUSED, nin, in_vals, nout, out_vals, blob, off);
   rc = at < 0;
-  if (!rc) p->instrs[at].dev = p->instrs[mem[0]].dev; /* members share one device (fuse.c) */
+  if (!rc) { /* members share one device (fuse.c); the region runs on the first's stream */
+    p->instrs[at].dev = p->instrs[mem[0]].dev;
+    p->instrs[at].stream = p->instrs[mem[0]].stream;
+  }
 done:
   free(ins_of_val);
   free(in_vals);

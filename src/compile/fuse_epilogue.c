@@ -149,6 +149,7 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
   int gi = lc_cprog_add_instr(p, LC_OP_MATMUL_GROUP, 1 + n, in, 1, &t, &gp, sizeof gp);
   if (gi < 0) return 1;
   p->instrs[gi].dev = dev;
+  p->instrs[gi].stream = first->stream;
   for (int k = 0; k < n; k++) {
     struct lc_cinstr *m = &p->instrs[members[k]];
     struct lc_tuple_get_params tg = {offs[k], k, n};

@@ -366,12 +366,15 @@ static int run_all(struct rstate *s, struct lc_node *const *in) {
   }
   for (int i = 0; i < p->nin; i++) s->v[i] = lc_node_retain(in[i]);
   for (int c = 0; c < p->nconst; c++) s->v[p->nin + c] = lc_node_retain(p->consts[c]);
-  int dev = lc_build_device(), rc = 0;
+  int dev = lc_build_device(), stream = lc_build_stream(), rc = 0;
   for (int i = 0; i < p->ninstr && !rc; i++) {
-    lc_set_build_device(p->instrs[i].dev == LC_DEV_ANY ? dev : p->instrs[i].dev);
+    bool any = p->instrs[i].dev == LC_DEV_ANY;
+    lc_set_build_device(any ? dev : p->instrs[i].dev);
+    lc_set_build_stream(any ? stream : p->instrs[i].stream);
     rc = run_instr(s, i);
   }
   lc_set_build_device(dev);
+  lc_set_build_stream(stream);
   return rc;
 }
 

@@ -199,6 +199,7 @@ static int build(struct walk *w, struct lc_node **ph, int nin, struct lc_node **
                                                 n->params_size);
     if (at < 0) goto done;
     p->instrs[at].dev = n->dev;
+    p->instrs[at].stream = n->stream;
     if (lc_ptrmap_put(&vid, n, id)) goto done;
   }
   p->outs = malloc(sizeof(int) * (nout + 1));

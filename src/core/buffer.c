@@ -13,6 +13,7 @@ static pthread_mutex_t residency_lock = PTHREAD_MUTEX_INITIALIZER;
 static void init_residency(struct lc_buffer *b, unsigned valid) {
   b->dev_data = NULL;
   b->dev = -1;
+  b->slot = 0;
   atomic_init(&b->valid, valid);
 }
 
@@ -80,6 +81,7 @@ struct lc_buffer *lc_buffer_new_device(size_t nbytes, int dev) {
   b->dtor = NULL;
   b->dtor_arg = NULL;
   b->dev = dev;
+  b->slot = lc_gpu_current_slot(dev); /* its first writer's, unless eval says otherwise */
   atomic_init(&b->valid, LC_BUF_DEV);
   return b;
 }
@@ -117,8 +119,10 @@ int lc_buffer_to_device(struct lc_buffer *b, int dev) {
     }
     if (!b->dev_data)
       rc = 1;
-    else if (!(rc = lc_gpu_upload(b->dev_data, b->data, b->nbytes, dev)))
+    else if (!(rc = lc_gpu_upload(b->dev_data, b->data, b->nbytes, dev))) {
+      b->slot = lc_gpu_current_slot(dev); /* the upload's stream */
       atomic_fetch_or_explicit(&b->valid, LC_BUF_DEV, memory_order_release);
+    }
   }
   pthread_mutex_unlock(&residency_lock);
   return rc;

@@ -24,6 +24,7 @@ struct lc_buffer {
   void *dtor_arg;
   void *dev_data;      /* NULL: no device copy */
   int dev;             /* the GPU holding dev_data */
+  int slot;            /* the stream slot of dev that last wrote dev_data (gpu/gpu.h) */
   atomic_uint valid;   /* LC_BUF_HOST | LC_BUF_DEV */
 };
 

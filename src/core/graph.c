@@ -123,9 +123,17 @@ static int eval_node(struct lc_node *n, int *gpu) {
   const struct lc_prim *p = lc_prims[n->op];
   bool view = p->flags & LC_PF_VIEW;
   if (n->dev != LC_DEV_CPU && p->eval_cuda) {
-    for (int i = 0; i < n->nin; i++)
-      if (lc_buffer_to_device(n->in[i]->buf, n->dev)) return 1;
-    int rc = p->eval_cuda(n);
+    /* on its stream's slot, after the slots that wrote its inputs */
+    int prev = lc_gpu_set_slot(n->dev, lc_gpu_slot_of(n->stream));
+    int slot = lc_gpu_current_slot(n->dev), rc = 0;
+    for (int i = 0; i < n->nin && !rc; i++) {
+      struct lc_buffer *b = n->in[i]->buf;
+      rc = lc_buffer_to_device(b, n->dev);
+      if (!rc && b->slot != slot) rc = lc_gpu_after(n->dev, b->slot);
+    }
+    if (!rc) rc = p->eval_cuda(n);
+    if (rc == 0 && !view && n->buf && n->buf->dev_data) n->buf->slot = slot;
+    (void)lc_gpu_set_slot(n->dev, prev);
     if (rc != LC_EVAL_ON_CPU) {
       *gpu = n->dev;
       return rc;

@@ -102,6 +102,9 @@ struct lc_node *lc_node_alloc(mlx_dtype dtype, int ndim, const int *shape) {
 static _Thread_local int build_device = LC_DEV_CPU;
 void lc_set_build_device(int dev) { build_device = dev; }
 int lc_build_device(void) { return build_device; }
+static _Thread_local int build_stream;
+void lc_set_build_stream(int index) { build_stream = index; }
+int lc_build_stream(void) { return build_stream; }
 
 struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *shape, int nin,
                                struct lc_node *const *in, const void *params,
@@ -110,6 +113,7 @@ struct lc_node *lc_node_new_op(int op, mlx_dtype dtype, int ndim, const int *sha
   if (!n) return NULL;
   n->op = op;
   n->dev = build_device;
+  n->stream = build_stream;
   if (nin > 0) {
     n->in = malloc(sizeof(*n->in) * (size_t)nin);
     if (!n->in) goto oom;

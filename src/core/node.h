@@ -47,6 +47,7 @@ struct lc_node {
   struct lc_buffer *buf;
   unsigned flags;
   int dev; /* where it is computed: LC_DEV_CPU or a GPU index (unevaluated nodes) */
+  int stream; /* the mlx stream index it was built for (on a GPU: its slot, gpu/gpu.h) */
   int nin;
   struct lc_node **in;
   void *params;
@@ -58,6 +59,9 @@ struct lc_node {
  * from each call's stream: LC_DEV_CPU or a GPU index). */
 void lc_set_build_device(int dev);
 int lc_build_device(void);
+/* Likewise the mlx stream index of the call (0: the device's default). */
+void lc_set_build_stream(int index);
+int lc_build_stream(void);
 
 /* A node with the given metadata and nothing else (op NONE, no buffer,
  * refs 1). Shape entries must be >= 0. NULL (reported) on failure. */

@@ -4,10 +4,19 @@
  * gpu/none.c does, and lc_gpu_count() is 0. Every function that returns
  * int gives 0, or 1 after reporting through lc_error.
  *
- * Ordering: all work for GPU d is queued on that device's one CUDA stream
- * (lc_gpu_stream), so kernels, copies and the reuse of freed memory are
- * ordered among themselves; the host waits only in lc_gpu_sync and in
- * copies back to the host. */
+ * Ordering: work for GPU d is queued on one of its LC_GPU_SLOTS CUDA
+ * streams ("slots"): slot 0 is the device's default stream (mlx stream
+ * index 0), the streams of mlx_stream_new_device share slots 1.. (index i
+ * on slot lc_gpu_slot_of(i)). lc_gpu_stream(d) is the calling thread's
+ * current slot of d (lc_gpu_set_slot; slot 0 unless an evaluation of a
+ * node of another stream is under way). Work on one slot is ordered; a
+ * node reading a buffer another slot wrote first orders its slot after
+ * that one (lc_gpu_after: an event). While only slot 0 has been used on a
+ * device, a freed block is handed out again for later queued work without
+ * an event; once another slot has (lc_gpu_multi_stream, which then stays
+ * true), every freed block carries an event of each slot used, which the
+ * next user's stream waits for. The host waits only in lc_gpu_sync (every
+ * slot), lc_gpu_sync_slot and copies back to the host. */
 #ifndef LC_GPU_H
 #define LC_GPU_H
 
@@ -36,7 +45,25 @@ int lc_gpu_upload(void *dst, const void *src, size_t nbytes, int dev);   /* host
 int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev); /* GPU -> host, waits */
 int lc_gpu_sync(int dev);     /* waits for all work queued on dev */
 int lc_gpu_sync_all(void);
-void *lc_gpu_stream(int dev); /* the device's cudaStream_t */
+void *lc_gpu_stream(int dev); /* the calling thread's current cudaStream_t of dev */
+
+#define LC_GPU_SLOTS 8
+/* The slot of mlx stream index i (0 for 0; others round robin on 1..). */
+int lc_gpu_slot_of(int index);
+/* Makes slot the calling thread's current slot of dev; returns the slot
+ * that was current (to restore after). Slots other than 0 are made on
+ * first use (0 when that fails, after reporting it: the work is then
+ * ordered on slot 0, correct but serial). */
+int lc_gpu_set_slot(int dev, int slot);
+/* The calling thread's current slot of dev. */
+int lc_gpu_current_slot(int dev);
+/* Orders the current slot of dev after the work queued so far on slot
+ * `from` (an event: no host wait). */
+int lc_gpu_after(int dev, int from);
+/* Whether a slot other than 0 has been used on dev (stays true). */
+bool lc_gpu_multi_stream(int dev);
+/* Waits for the work queued on one slot of dev. */
+int lc_gpu_sync_slot(int dev, int slot);
 
 /* Matrix products that lace's GEMV kernels (gpu/cuda/gemv.cu) have queued
  * since the process started, so that tests can tell them from cuBLAS's.

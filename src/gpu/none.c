@@ -45,6 +45,30 @@ void *lc_gpu_stream(int dev) {
   return NULL;
 }
 unsigned long lc_gpu_gemv_launches(void) { return 0; }
+int lc_gpu_slot_of(int index) {
+  (void)index;
+  return 0;
+}
+int lc_gpu_set_slot(int dev, int slot) {
+  (void)dev, (void)slot;
+  return 0;
+}
+int lc_gpu_after(int dev, int from) {
+  (void)dev, (void)from;
+  return 0;
+}
+int lc_gpu_current_slot(int dev) {
+  (void)dev;
+  return 0;
+}
+bool lc_gpu_multi_stream(int dev) {
+  (void)dev;
+  return false;
+}
+int lc_gpu_sync_slot(int dev, int slot) {
+  (void)dev, (void)slot;
+  return 0;
+}
 
 int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
                       int (*eval_node)(struct lc_node *n, int *gpu), int *gpu) {

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/graph.h"
+#include "gpu/gpu.h"
 #include "ops/tuple.h"
 
 const struct lc_prim *const lc_prims[LC_OP_COUNT] = {
@@ -23,6 +24,9 @@ const struct lc_prim lc_prim_none = {.name = "leaf", .eval_cpu = none_eval};
 
 bool lc_prim_can_donate(const struct lc_node *n, int k) {
   const struct lc_node *x = n->in[k];
+  /* with several streams on its GPU, x's last reader may still be queued
+   * on another one (gpu/gpu.h) */
+  if (n->dev != LC_DEV_CPU && lc_gpu_multi_stream(n->dev)) return false;
   return !lc_eval_keeps_graph() && atomic_load(&x->refs) == 1 && x->buf && x->buf->owned &&
          atomic_load(&x->buf->refs) == 1 && (x->flags & LC_NF_CONTIG) && x->offset == 0 &&
          x->size == n->size && lc_dtype_size(x->dtype) == lc_dtype_size(n->dtype);

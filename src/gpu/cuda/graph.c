@@ -618,7 +618,11 @@ int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
                       int (*eval_node)(struct lc_node *n, int *gpu), int *gpu) {
   if (n < MIN_NODES || !lc_gpu_graphs_on() || lc_eval_keeps_graph()) return LC_GRAPH_DECLINED;
   int dev = nodes[0]->dev;
-  if (dev < 0) return LC_GRAPH_DECLINED;
+  /* graphs capture one stream: none once a device has used several */
+  if (dev < 0 || lc_gpu_multi_stream(dev)) {
+    if (dev >= 0) (void)refuse("several streams have been used on this GPU", -1);
+    return LC_GRAPH_DECLINED;
+  }
   for (size_t i = 0; i < n; i++)
     if (nodes[i]->dev != dev || nodes[i]->buf || !capturable(nodes[i])) return LC_GRAPH_DECLINED;
   struct sig s = {0};

@@ -1,16 +1,23 @@
-/* The CUDA runtime behind gpu/gpu.h: device discovery, one non-blocking
- * stream per device, a caching device allocator, host<->device copies.
+/* The CUDA runtime behind gpu/gpu.h: device discovery, the non-blocking
+ * streams of each device (slot 0 made at start, the others on first use),
+ * a caching device allocator, host<->device copies.
  *
  * Allocator: blocks are rounded up to size classes (256 B granules below
  * 1 MiB, then four classes per power of two, as the host allocator) and
- * freed blocks wait in per-device, per-class lists. All of a device's work
- * is on its one stream, so a block freed after queued kernels can be
- * handed to later queued work without an event. A failing cudaMalloc
- * empties the cache (after a device sync) and tries once more.
- * Counters are exact and, with the lists, guarded by one lock. */
+ * freed blocks wait in per-device, per-class lists. While a device has
+ * used only slot 0, its work is on one stream, so a block freed after
+ * queued kernels can be handed to later queued work without an event.
+ * A slot made later first waits for everything queued on slot 0 (an
+ * event), so blocks freed before it are safe for it too; from then on a
+ * freed block carries one event per slot made, recorded at the free, and
+ * whoever takes it makes its stream wait for them (gpu.h). A failing
+ * cudaMalloc empties the cache (after a device sync) and tries once more.
+ * Counters, lists, slot streams and the event pool are guarded by one lock;
+ * `made` is also read without it (set after the stream it announces). */
 #ifdef LACE_CUDA
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,12 +33,22 @@
 struct cached_block {
   struct cached_block *next;
   void *ptr;
+  int nev;
+  cudaEvent_t ev[LC_GPU_SLOTS]; /* recorded at the free, one per slot made then */
 };
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int ngpus;
 static char unavailable[160] = "not initialised";
 static cudaStream_t streams[MAX_GPUS];
+/* slots[d][0] == streams[d]; slot s > 0 exists once bit s of made[d] is set */
+static cudaStream_t slots[MAX_GPUS][LC_GPU_SLOTS];
+static atomic_uint made[MAX_GPUS];
+/* spare events (no timing) of each device, for orderings between slots */
+static cudaEvent_t *spare_ev[MAX_GPUS];
+static size_t nspare[MAX_GPUS], capspare[MAX_GPUS];
+/* The calling thread's current slot (of GPU cur_dev): lc_gpu_set_slot. */
+static _Thread_local int cur_dev = -1, cur_slot;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cached_block *cache[MAX_GPUS][NCLASSES];
@@ -194,6 +211,7 @@ static void init(void) {
   }
   if (n > MAX_GPUS) n = MAX_GPUS;
   for (int d = 0; d < n; d++) {
+    atomic_store(&made[d], 1u);
     if (cudaSetDevice(d) != cudaSuccess ||
         cudaStreamCreateWithFlags(&streams[d], cudaStreamNonBlocking) != cudaSuccess) {
       snprintf(unavailable, sizeof unavailable, "CUDA device %d: %s", d,
@@ -202,6 +220,7 @@ static void init(void) {
       break;
     }
   }
+  for (int d = 0; d < n; d++) slots[d][0] = streams[d];
   if (n > 0) (void)cudaSetDevice(0);
   ngpus = n;
 }
@@ -228,6 +247,109 @@ static int cuda_check(cudaError_t e, const char *what) {
 static int use(int dev) {
   if (dev < 0 || dev >= lc_gpu_count()) return lc_error("no GPU %d (%d present)", dev, ngpus);
   return cuda_check(cudaSetDevice(dev), "set device");
+}
+
+/* An event of dev from the pool (made when it is empty), or NULL after
+ * reporting. The caller has made dev current; `locked`: holds the lock. */
+static cudaEvent_t event_get(int dev, bool locked) {
+  cudaEvent_t e = NULL;
+  if (!locked) pthread_mutex_lock(&lock);
+  if (nspare[dev]) e = spare_ev[dev][--nspare[dev]];
+  if (!locked) pthread_mutex_unlock(&lock);
+  if (!e && cuda_check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "event"))
+    return NULL;
+  return e;
+}
+
+/* Back to the pool: a stream that waits for an event keeps the record it
+ * saw, so the event may be recorded again at once. */
+static void event_put(int dev, cudaEvent_t e, bool locked) {
+  if (!locked) pthread_mutex_lock(&lock);
+  if (nspare[dev] == capspare[dev]) {
+    size_t cap = capspare[dev] ? 2 * capspare[dev] : 16;
+    cudaEvent_t *a = realloc(spare_ev[dev], cap * sizeof *a);
+    if (a) {
+      spare_ev[dev] = a;
+      capspare[dev] = cap;
+    }
+  }
+  if (nspare[dev] < capspare[dev])
+    spare_ev[dev][nspare[dev]++] = e;
+  else
+    (void)cudaEventDestroy(e);
+  if (!locked) pthread_mutex_unlock(&lock);
+}
+
+/* The stream of a slot of dev that exists (slot 0 otherwise). */
+static cudaStream_t slot_stream(int dev, int slot) {
+  return slot > 0 && slot < LC_GPU_SLOTS && (atomic_load(&made[dev]) & (1u << slot))
+             ? slots[dev][slot]
+             : streams[dev];
+}
+
+/* Makes slot s of dev, ordered after everything queued on slot 0 so far
+ * (see the allocator's comment). 0, or 1 after reporting. */
+static int make_slot(int dev, int s) {
+  if (use(dev)) return 1;
+  pthread_mutex_lock(&lock);
+  int rc = 0;
+  if (!(atomic_load(&made[dev]) & (1u << s))) {
+    cudaStream_t st;
+    cudaEvent_t e = event_get(dev, true);
+    rc = !e || cuda_check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "stream");
+    if (!rc) {
+      rc = cuda_check(cudaEventRecord(e, streams[dev]), "event record") ||
+           cuda_check(cudaStreamWaitEvent(st, e, 0), "stream wait");
+      if (rc) {
+        (void)cudaStreamDestroy(st);
+      } else {
+        slots[dev][s] = st;
+        atomic_fetch_or(&made[dev], 1u << s);
+      }
+    }
+    if (e) event_put(dev, e, true);
+  }
+  pthread_mutex_unlock(&lock);
+  return rc;
+}
+
+int lc_gpu_slot_of(int index) { return index <= 0 ? 0 : 1 + (index - 1) % (LC_GPU_SLOTS - 1); }
+
+int lc_gpu_set_slot(int dev, int slot) {
+  int prev = dev == cur_dev ? cur_slot : 0;
+  if (slot < 0 || slot >= LC_GPU_SLOTS || dev < 0 || dev >= lc_gpu_count()) slot = 0;
+  if (slot && !(atomic_load(&made[dev]) & (1u << slot)) && make_slot(dev, slot)) slot = 0;
+  cur_dev = dev;
+  cur_slot = slot;
+  return prev;
+}
+
+int lc_gpu_current_slot(int dev) { return dev == cur_dev ? cur_slot : 0; }
+
+bool lc_gpu_multi_stream(int dev) {
+  return dev >= 0 && dev < lc_gpu_count() && (atomic_load(&made[dev]) & ~1u);
+}
+
+int lc_gpu_after(int dev, int from) {
+  if (dev < 0 || dev >= lc_gpu_count()) return 0;
+  cudaStream_t src = slot_stream(dev, from), dst = (cudaStream_t)lc_gpu_stream(dev);
+  if (src == dst) return 0;
+  if (use(dev)) return 1;
+  cudaEvent_t e = event_get(dev, false);
+  if (!e) return 1;
+  int rc = cuda_check(cudaEventRecord(e, src), "event record") ||
+           cuda_check(cudaStreamWaitEvent(dst, e, 0), "stream wait");
+  event_put(dev, e, false);
+  return rc;
+}
+
+/* Waits for every slot of dev (the caller has made dev current). */
+static int sync_slots(int dev) {
+  unsigned m = atomic_load(&made[dev]);
+  int rc = 0;
+  for (int s = 0; s < LC_GPU_SLOTS; s++)
+    if (m & (1u << s)) rc |= cuda_check(cudaStreamSynchronize(slots[dev][s]), "synchronize");
+  return rc;
 }
 
 static int size_class(size_t n, size_t *bytes) {
@@ -258,6 +380,7 @@ static void drain_locked(int dev) {
       struct cached_block *b = cache[dev][c];
       cache[dev][c] = b->next;
       (void)cudaFree(b->ptr);
+      for (int k = 0; k < b->nev; k++) event_put(dev, b->ev[k], true);
       free(b);
     }
 }
@@ -276,6 +399,15 @@ void *lc_gpu_malloc(size_t nbytes, int dev) {
     if (active > peak) peak = active;
     pthread_mutex_unlock(&lock);
     void *p = b->ptr;
+    /* its users on every slot come before the work it is taken for */
+    cudaStream_t st = (cudaStream_t)lc_gpu_stream(dev);
+    for (int k = 0; k < b->nev; k++) {
+      if (cudaStreamWaitEvent(st, b->ev[k], 0) != cudaSuccess) {
+        (void)cudaGetLastError();
+        (void)sync_slots(dev); /* the same order, the slow way */
+      }
+      event_put(dev, b->ev[k], false);
+    }
     free(b);
     capture_record(p, dev);
     return p;
@@ -308,6 +440,24 @@ void lc_gpu_free(void *p, size_t nbytes, int dev) {
   int c = size_class(nbytes, &bytes);
   if (c < 0) bytes = nbytes;
   struct cached_block *b = c >= 0 ? malloc(sizeof *b) : NULL;
+  if (b) {
+    b->nev = 0;
+    unsigned m = atomic_load(&made[dev]);
+    if ((m & ~1u) && use(dev) == 0) /* several slots: an event on each */
+      for (int s = 0; s < LC_GPU_SLOTS && b; s++) {
+        if (!(m & (1u << s))) continue;
+        cudaEvent_t e = event_get(dev, false);
+        if (e && cudaEventRecord(e, slots[dev][s]) == cudaSuccess) {
+          b->ev[b->nev++] = e;
+          continue;
+        }
+        (void)cudaGetLastError();
+        if (e) event_put(dev, e, false);
+        for (int k = 0; k < b->nev; k++) event_put(dev, b->ev[k], false);
+        free(b);
+        b = NULL; /* freed as uncached below, after waiting */
+      }
+  }
   pthread_mutex_lock(&lock);
   active -= bytes;
   if (b) {
@@ -319,7 +469,7 @@ void lc_gpu_free(void *p, size_t nbytes, int dev) {
   pthread_mutex_unlock(&lock);
   if (!b) { /* uncached: wait for queued users first */
     (void)use(dev);
-    (void)cudaStreamSynchronize(streams[dev]);
+    (void)sync_slots(dev);
     (void)cudaFree(p);
   }
 }
@@ -379,13 +529,16 @@ int lc_gpu_upload(void *dst, const void *src, size_t nbytes, int dev) {
   if (capture_refuses(dev)) return lc_error("a copy to the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
   if (!nbytes) return 0;
-  return cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice, streams[dev]),
+  return cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyHostToDevice,
+                                    (cudaStream_t)lc_gpu_stream(dev)),
                     "copy to the GPU");
 }
 
 int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev) {
   if (capture_refuses(dev)) return lc_error("a copy from the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
+  /* the writer may be on any slot */
+  if ((atomic_load(&made[dev]) & ~1u) && sync_slots(dev)) return 1;
   if (nbytes && cuda_check(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToHost, streams[dev]),
                            "copy from the GPU"))
     return 1;
@@ -395,7 +548,13 @@ int lc_gpu_download(void *dst, const void *src, size_t nbytes, int dev) {
 int lc_gpu_sync(int dev) {
   if (capture_refuses(dev)) return lc_error("waiting for the GPU cannot be part of a CUDA graph");
   if (use(dev)) return 1;
-  return cuda_check(cudaStreamSynchronize(streams[dev]), "synchronize");
+  return sync_slots(dev);
+}
+
+int lc_gpu_sync_slot(int dev, int slot) {
+  if (capture_refuses(dev)) return lc_error("waiting for the GPU cannot be part of a CUDA graph");
+  if (use(dev)) return 1;
+  return cuda_check(cudaStreamSynchronize(slot_stream(dev, slot)), "synchronize");
 }
 
 int lc_gpu_sync_all(void) {
@@ -406,6 +565,7 @@ int lc_gpu_sync_all(void) {
 
 void *lc_gpu_stream(int dev) {
   if (capture.stream && dev == capture.dev) return capture.stream;
-  return dev >= 0 && dev < lc_gpu_count() ? streams[dev] : NULL;
+  if (dev < 0 || dev >= lc_gpu_count()) return NULL;
+  return cur_slot && dev == cur_dev ? slots[dev][cur_slot] : streams[dev];
 }
 #endif
