@@ -279,6 +279,14 @@ static void test_divmod(void) {
       ey = host_ints(vy, 16, t);
     }
     for (int k = 0; k < 2; k++) SAME(true, WHAT("divmod %s edges, %d", tn, k), divmod_k(r, ex, ey, k, s));
+    if (t == MLX_FLOAT64) { /* beyond float's range: remainders in double */
+      const double bx[] = {1e300, -3e250, 1e-310, 7.3e100, -1e200, 5e-320};
+      const double by[] = {7, 3.3, 1e-300, -1e-100, 1e199, 3e-321};
+      mlx_array bxa = host_floats(bx, 6, t), bya = host_floats(by, 6, t);
+      for (int k = 0; k < 2; k++)
+        SAME(true, WHAT("divmod float64 beyond float, %d", k), divmod_k(r, bxa, bya, k, s));
+      mlx_array_free(bxa), mlx_array_free(bya);
+    }
     int zero[] = {0, 3};
     mlx_array e0 = mlx_array_new(), e1 = mlx_array_new();
     mlx_zeros(&e0, zero, 2, t, test_stream());

@@ -83,21 +83,12 @@ __device__ __forceinline__ float rem_f(float x, float y) {
   return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
 }
 
-// binary.c's divmod loop for float64 computes the remainder with rem_f
-// (REM_F, in float precision) where the remainder primitive uses rem_d;
-// this follows the divmod loop so that GPU and CPU agree. Make it false
-// together with a change of the CPU loop to REM_D.
-constexpr bool kF64RemInFloat = true;
 
 template <class S> __device__ __forceinline__ void divmod_one(S x, S y, S *q, S *r) {
   if constexpr (std::is_same<S, double>::value) {
     *q = floor(x / y);
-    if constexpr (kF64RemInFloat) {
-      *r = (double)rem_f((float)x, (float)y);
-    } else {
-      double m = fmod(x, y);
-      *r = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
-    }
+    double m = fmod(x, y); /* binary.c's rem_d */
+    *r = (m != 0 && ((m < 0) != (y < 0))) ? m + y : m;
   } else if constexpr (std::is_same<S, float>::value) {
     *q = floorf(x / y);
     *r = rem_f(x, y);
