@@ -598,9 +598,39 @@ static void test_argreduce(void) {
   }
 }
 
+/* Found by running the CPU tests' cases on a GPU (LACE_TEST_DEVICE=gpu):
+ * sign(NaN) is 0 (MLX's value), and an addmm over an empty contraction is
+ * beta c. */
+static void test_found_on_gpu(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, MLX_BFLOAT16};
+  float v[6] = {NAN, 0.0f, -0.0f, 2.5f, -INFINITY, -3.0f};
+  int sh[1] = {6};
+  mlx_array f = mlx_array_new_data(v, sh, 1, MLX_FLOAT32);
+  for (int t = 0; t < 4; t++) {
+    mlx_array x = mlx_array_new(), g = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(mlx_astype(&x, f, types[t], test_stream()));
+    CHECK_OK(mlx_sign(&g, x, gpu_stream));
+    CHECK_OK(mlx_sign(&c, x, test_stream()));
+    CHECK_OK(mlx_array_eval(g));
+    CHECK_SAME(g, c, 0, 0, "sign with NaN and zeros");
+    mlx_array_free(x), mlx_array_free(g), mlx_array_free(c);
+  }
+  mlx_array_free(f);
+  int sa[2] = {3, 0}, sb[2] = {0, 4};
+  mlx_array a = mlx_array_new_data(NULL, sa, 2, MLX_FLOAT32);
+  mlx_array b = mlx_array_new_data(NULL, sb, 2, MLX_FLOAT32);
+  mlx_array c = mlx_array_new_float(2.0f), g = mlx_array_new(), w = mlx_array_new();
+  CHECK_OK(mlx_addmm(&g, c, a, b, 1.0f, 3.0f, gpu_stream));
+  CHECK_OK(mlx_addmm(&w, c, a, b, 1.0f, 3.0f, test_stream()));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_SAME(g, w, 0, 0, "addmm over an empty contraction");
+  mlx_array_free(a), mlx_array_free(b), mlx_array_free(c), mlx_array_free(g), mlx_array_free(w);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261203);
+  test_found_on_gpu();
   size_t base = 0;
   mlx_get_active_memory(&base);
   test_unary();

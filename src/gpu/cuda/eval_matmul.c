@@ -298,6 +298,8 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || batches > INT32_MAX ||
       A.ld > INT32_MAX || B.ld > INT32_MAX)
     return LC_EVAL_ON_CPU;
+  /* an empty contraction of addmm is beta c: no kernel here scales c */
+  if (K == 0 && p->has_c && !p->c_rounded && p->beta != 1.0) return LC_EVAL_ON_CPU;
   if (lc_cuda_alloc_output(n)) return 1;
   if (n->size == 0) return 0;
   void *stream = lc_gpu_stream(n->dev);
