@@ -133,7 +133,7 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
   const struct lc_cinstr *first = &p->instrs[members[0]];
   struct lc_mm_group_params gp = {.n = n};
   memcpy(&gp.mm, first->params, sizeof gp.mm);
-  int in[1 + LC_MM_GROUP_MAX], dev = first->dev;
+  int in[1 + LC_MM_GROUP_MAX], dev = first->dev, stream = first->stream;
   in[0] = first->in[0];
   int64_t nbytes[LC_MM_GROUP_MAX], offs[LC_MM_GROUP_MAX];
   for (int k = 0; k < n; k++) {
@@ -149,7 +149,7 @@ static int make_group(struct lc_cprog *p, const int *members, int n) {
   int gi = lc_cprog_add_instr(p, LC_OP_MATMUL_GROUP, 1 + n, in, 1, &t, &gp, sizeof gp);
   if (gi < 0) return 1;
   p->instrs[gi].dev = dev;
-  p->instrs[gi].stream = first->stream;
+  p->instrs[gi].stream = stream; /* first is stale: adding an instruction may move them */
   for (int k = 0; k < n; k++) {
     struct lc_cinstr *m = &p->instrs[members[k]];
     struct lc_tuple_get_params tg = {offs[k], k, n};
