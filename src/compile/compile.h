@@ -204,6 +204,9 @@ int lc_fused_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax,
 /* When LACE_DUMP_GRAPH is set: prints p as DOT (and fused kernels) to
  * stderr under the given title. */
 void lc_compile_dump(const struct lc_cprog *p, const char *title);
+/* When LACE_DUMP_GRAPH is set: prints a printf-style note as a DOT
+ * comment line to stderr (why a pass declined, and the like). */
+void lc_compile_dump_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---- cache (cache.c) ---- */
 struct lc_centry;

@@ -1,6 +1,7 @@
 /* Graph dumps for debugging compile: with LACE_DUMP_GRAPH set (any value
  * but "0"), every trace prints its program as DOT before and after the
  * passes, followed by a description of each fused kernel, to stderr. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +50,16 @@ static void dump_fused(const struct lc_cprog *p, int i, FILE *f) {
     else
       fprintf(f, ") -> cell\n");
   }
+}
+
+void lc_compile_dump_note(const char *fmt, ...) {
+  if (!enabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("// ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
 }
 
 void lc_compile_dump(const struct lc_cprog *p, const char *title) {

@@ -402,7 +402,10 @@ void lc_compile_check_poly(struct lc_cprog *p) {
    * or broadcast instructions, or primitives with input_shape. */
   for (int o = 0; o < p->nout; o++) {
     int pr = p->vals[p->outs[o]].prod;
-    if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST && p->instrs[pr].nin == 1) return;
+    if (pr >= 0 && p->instrs[pr].op == LC_OP_BROADCAST && p->instrs[pr].nin == 1) {
+      lc_compile_dump_note("shapeless: output %d is a broadcast of one input: not polymorphic", o);
+      return;
+    }
   }
   for (int i = 0; i < p->ninstr; i++) {
     const struct lc_cinstr *ins = &p->instrs[i];
@@ -411,9 +414,17 @@ void lc_compile_check_poly(struct lc_cprog *p) {
       continue;
     for (int k = 0; k < ins->nin && !pr->input_shape; k++) {
       int q = p->vals[ins->in[k]].prod;
-      if (q >= 0 && p->instrs[q].op == LC_OP_BROADCAST && p->instrs[q].nin == 1) return;
+      if (q >= 0 && p->instrs[q].op == LC_OP_BROADCAST && p->instrs[q].nin == 1) {
+        lc_compile_dump_note("shapeless: i%d (%s) reads a virtual broadcast: not polymorphic", i,
+                             pr->name);
+        return;
+      }
     }
-    if (!pr->output_shape && !pr->tuple_build && ins->op != LC_OP_TUPLE_GET) return;
+    if (!pr->output_shape && !pr->tuple_build && ins->op != LC_OP_TUPLE_GET) {
+      lc_compile_dump_note("shapeless: i%d (%s) has no output_shape: not polymorphic", i,
+                           pr->name);
+      return;
+    }
   }
   /* Replaying with the traced input shapes must give every traced shape. */
   struct lc_node **ph = calloc((size_t)p->nin + 1, sizeof *ph);
@@ -429,11 +440,13 @@ void lc_compile_check_poly(struct lc_cprog *p) {
     lc_error_mute(1);
     ok = run_all(&s, ph) == 0;
     lc_error_mute(-1);
+    if (!ok) lc_compile_dump_note("shapeless: replay at the traced shapes failed");
     for (int v = 0; ok && v < p->nval; v++) {
       if (s.virt[v]) continue;
       const struct lc_cval *tv = &p->vals[v];
       const struct lc_node *n = s.v[v];
       ok = lc_shape_equal(n->ndim, n->shape, tv->ndim, tv->shape);
+      if (!ok) lc_compile_dump_note("shapeless: replay gives value %d another shape", v);
     }
     free_state(&s);
   }

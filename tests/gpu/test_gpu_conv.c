@@ -11,7 +11,7 @@
 
 #include "core/node.h"
 #include "gpu/graphs.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
 #include "ops/prim.h"
 
 static char what_buf[256];
@@ -21,12 +21,6 @@ struct ccase {
   int nsp, N, C, O, groups, flip;
   int in[3], k[3], stride[3], lo[3], hi[3], kd[3], id[3];
 };
-
-/* Whether a's data was made on the GPU (no host copy yet). */
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
 
 static int64_t kdim(const struct ccase *c) {
   int64_t K = c->C / c->groups;

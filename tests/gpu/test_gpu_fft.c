@@ -15,7 +15,7 @@
 
 #include "core/node.h"
 #include "gpu/graphs.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
 
 #define RTOL 1e-4
 
@@ -29,12 +29,6 @@ static const mlx_fft_norm norms[] = {MLX_FFT_NORM_BACKWARD, MLX_FFT_NORM_ORTHO,
                                      MLX_FFT_NORM_FORWARD};
 
 static bool is_real_input(int fn) { return fn == RFFT || fn == RFFT2 || fn == RFFTN; }
-
-/* Whether a's data was made on the GPU (no host copy yet). */
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
 
 /* Transform fn of a on stream s: 1-D ones take n[0] (required) and
  * axes[0]; nn == 0: default sizes. */

@@ -14,12 +14,7 @@
 #include "core/node.h"
 #include "gpu/gpu.h"
 #include "gpu/graphs.h"
-#include "gpu_util.h"
-
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
+#include "gpu_bits.h"
 
 static double tol_of(mlx_dtype t, int K) {
   return t == MLX_FLOAT32 ? 2e-6 * sqrt((double)K) + 1e-6 : t == MLX_FLOAT16 ? 4e-3 : 1.6e-2;

@@ -7,7 +7,9 @@
 #include <math.h>
 
 #include "core/node.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
+
+#define SAME_BITS(got, want, what) GPU_SAME_BITS((got), (want), false, (what))
 
 static const mlx_dtype all_types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
                                       MLX_INT8,    MLX_UINT8,   MLX_INT16,    MLX_UINT16,
@@ -54,81 +56,6 @@ static mlx_array rnd_int(const int *shape, int nd, mlx_dtype t, double lo, doubl
   mlx_array_eval(r);
   mlx_array_free(i);
   return r;
-}
-
-/* x's values in a buffer that lives only on the GPU (a GPU copy). */
-static mlx_array on_gpu(mlx_array x) {
-  mlx_array r = mlx_array_new();
-  CHECK_OK(mlx_copy(&r, x, gpu_stream));
-  CHECK_OK(mlx_array_eval(r));
-  return r;
-}
-
-/* Whether a's data was made on the GPU (no host copy yet). */
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
-
-/* a's bytes, row-major (a CPU copy). NULL on failure. */
-static uint8_t *bytes_of(mlx_array a, size_t *nbytes) {
-  mlx_array f = mlx_array_new(), c = mlx_array_new(), v = mlx_array_new();
-  uint8_t *out = NULL;
-  size_t isz = mlx_array_itemsize(a), n = mlx_array_size(a);
-  *nbytes = n * isz;
-  if (!mlx_flatten(&f, a, 0, -1, test_stream()) && !mlx_contiguous(&c, f, false, test_stream()) &&
-      !mlx_view(&v, c, MLX_UINT8, test_stream()) && !mlx_array_eval(v)) {
-    out = malloc(*nbytes ? *nbytes : 1);
-    if (out && *nbytes) memcpy(out, mlx_array_data_uint8(v), *nbytes);
-  }
-  mlx_array_free(f);
-  mlx_array_free(c);
-  mlx_array_free(v);
-  return out;
-}
-
-/* got (GPU) and want (CPU) have the same shape, dtype and bits. */
-#define SAME_BITS(got, want, what) same_bits(__FILE__, __LINE__, (got), (want), (what))
-static void same_bits(const char *file, int line, mlx_array got, mlx_array want,
-                      const char *what) {
-  test_checks++;
-  int nd = (int)mlx_array_ndim(got);
-  bool shape_ok = nd == (int)mlx_array_ndim(want) && mlx_array_dtype(got) == mlx_array_dtype(want);
-  for (int d = 0; shape_ok && d < nd; d++)
-    shape_ok = mlx_array_shape(got)[d] == mlx_array_shape(want)[d];
-  if (!shape_ok) {
-    test_failures++;
-    fprintf(stderr,
-            "%s:%d: %s: shape/dtype differ (ndim %d vs %d, size %zu vs %zu, dtype %d vs %d)\n",
-            file, line, what, nd, (int)mlx_array_ndim(want), mlx_array_size(got),
-            mlx_array_size(want), (int)mlx_array_dtype(got), (int)mlx_array_dtype(want));
-    return;
-  }
-  size_t ng = 0, nw = 0, isz = mlx_array_itemsize(got);
-  uint8_t *g = bytes_of(got, &ng), *w = bytes_of(want, &nw);
-  if (!g || !w) {
-    test_failures++;
-    fprintf(stderr, "%s:%d: %s: could not read values (%s)\n", file, line, what, test_last_error);
-  } else if (memcmp(g, w, ng)) {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < ng / isz; i++)
-      if (memcmp(g + i * isz, w + i * isz, isz) && bad++ == 0) first = i;
-    test_failures++;
-    fprintf(stderr, "%s:%d: %s: %zu of %zu elements differ, first at flat index %zu: gpu 0x", file,
-            line, what, bad, ng / isz, first);
-    for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", g[first * isz + b]);
-    fprintf(stderr, " cpu 0x");
-    for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", w[first * isz + b]);
-    if (mlx_array_dtype(got) != MLX_COMPLEX64) {
-      double *gv = test_values(got), *wv = test_values(want);
-      if (gv && wv) fprintf(stderr, " (%.9g vs %.9g)", gv[first], wv[first]);
-      free(gv);
-      free(wv);
-    }
-    fprintf(stderr, "\n");
-  }
-  free(g);
-  free(w);
 }
 
 /* Runs CALL (an expression of the stream `s` writing mlx_array *r) on the

@@ -12,7 +12,10 @@
 
 #include "core/node.h"
 #include "ops/size.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
+
+/* A NaN matches any NaN. */
+#define SAME_BITS(got, want, what) GPU_SAME_BITS((got), (want), true, (what))
 
 static const mlx_dtype real_types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
                                        MLX_INT8,    MLX_UINT8,   MLX_INT16,    MLX_UINT16,
@@ -71,86 +74,6 @@ static mlx_array rnd(const int *shape, int nd, mlx_dtype t) {
     return r;
   }
   return gpu_rand(shape, nd, t, is_uns(t) ? 0 : -50, is_uns(t) ? 100 : 50);
-}
-
-/* Whether a's data was made on the GPU (no host copy yet). */
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
-
-/* a's bytes, row-major (a CPU copy). NULL on failure. */
-static uint8_t *bytes_of(mlx_array a, size_t *nbytes) {
-  mlx_array f = mlx_array_new(), c = mlx_array_new(), v = mlx_array_new();
-  uint8_t *out = NULL;
-  size_t isz = mlx_array_itemsize(a), n = mlx_array_size(a);
-  *nbytes = n * isz;
-  if (!mlx_flatten(&f, a, 0, -1, test_stream()) && !mlx_contiguous(&c, f, false, test_stream()) &&
-      !mlx_view(&v, c, MLX_UINT8, test_stream()) && !mlx_array_eval(v)) {
-    out = malloc(*nbytes ? *nbytes : 1);
-    if (out && *nbytes) memcpy(out, mlx_array_data_uint8(v), *nbytes);
-  }
-  mlx_array_free(f);
-  mlx_array_free(c);
-  mlx_array_free(v);
-  return out;
-}
-
-/* Whether the item at p (dtype t) is a NaN. */
-static bool is_nan_item(const uint8_t *p, mlx_dtype t) {
-  uint64_t b = 0;
-  memcpy(&b, p, mlx_dtype_size(t));
-  switch (t) {
-  case MLX_FLOAT16: return (b & 0x7c00) == 0x7c00 && (b & 0x3ff);
-  case MLX_BFLOAT16: return (b & 0x7f80) == 0x7f80 && (b & 0x7f);
-  case MLX_FLOAT32: return (b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu);
-  case MLX_FLOAT64:
-    return (b & 0x7ff0000000000000ull) == 0x7ff0000000000000ull && (b & 0xfffffffffffffull);
-  default: return false;
-  }
-}
-
-/* got (GPU) and want (CPU) have the same shape, dtype and bits (a NaN
- * matches any NaN). */
-#define SAME_BITS(got, want, what) same_bits(__FILE__, __LINE__, (got), (want), (what))
-static void same_bits(const char *file, int line, mlx_array got, mlx_array want,
-                      const char *what) {
-  test_checks++;
-  int nd = (int)mlx_array_ndim(got);
-  mlx_dtype t = mlx_array_dtype(got);
-  bool shape_ok = nd == (int)mlx_array_ndim(want) && t == mlx_array_dtype(want);
-  for (int d = 0; shape_ok && d < nd; d++)
-    shape_ok = mlx_array_shape(got)[d] == mlx_array_shape(want)[d];
-  if (!shape_ok) {
-    test_failures++;
-    fprintf(stderr, "%s:%d: %s: shape/dtype differ (ndim %d vs %d, size %zu vs %zu, dtype %d vs %d)\n",
-            file, line, what, nd, (int)mlx_array_ndim(want), mlx_array_size(got),
-            mlx_array_size(want), (int)t, (int)mlx_array_dtype(want));
-    return;
-  }
-  size_t ng = 0, nw = 0, isz = mlx_array_itemsize(got);
-  uint8_t *g = bytes_of(got, &ng), *w = bytes_of(want, &nw);
-  if (!g || !w) {
-    test_failures++;
-    fprintf(stderr, "%s:%d: %s: could not read values (%s)\n", file, line, what, test_last_error);
-  } else {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < ng / isz; i++) {
-      const uint8_t *a = g + i * isz, *b = w + i * isz;
-      if (memcmp(a, b, isz) && !(is_nan_item(a, t) && is_nan_item(b, t)) && bad++ == 0) first = i;
-    }
-    if (bad) {
-      test_failures++;
-      fprintf(stderr, "%s:%d: %s: %zu of %zu elements differ, first at flat index %zu: gpu 0x",
-              file, line, what, bad, ng / isz, first);
-      for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", g[first * isz + b]);
-      fprintf(stderr, " cpu 0x");
-      for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", w[first * isz + b]);
-      fprintf(stderr, "\n");
-    }
-  }
-  free(g);
-  free(w);
 }
 
 /* Checks r[0] (GPU) against r[1] (CPU): made on the GPU (when on_dev and

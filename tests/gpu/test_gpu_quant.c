@@ -14,17 +14,12 @@
 #include <math.h>
 
 #include "core/node.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
 #include "quant_util.h"
 #include "ops/prim.h"
 
 static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
-
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
 
 /* Whether a (unevaluated) is a QUANTIZED_MATMUL node, or the reshape that
  * drops the row of a 1-d x: the GPU kernels ran, not the decomposition

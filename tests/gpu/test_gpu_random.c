@@ -10,74 +10,13 @@
 #include <math.h>
 
 #include "core/node.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
+
+#define SAME_BITS(got, want, what) GPU_SAME_BITS((got), (want), false, (what))
 #include "ops/prim.h"
 
 static char what_buf[256];
 #define WHAT(...) (snprintf(what_buf, sizeof what_buf, __VA_ARGS__), what_buf)
-
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
-
-/* a's bytes, row-major (a CPU copy). NULL on failure. */
-static uint8_t *bytes_of(mlx_array a, size_t *nbytes) {
-  mlx_array f = mlx_array_new(), c = mlx_array_new(), v = mlx_array_new();
-  uint8_t *out = NULL;
-  size_t isz = mlx_array_itemsize(a), n = mlx_array_size(a);
-  *nbytes = n * isz;
-  int nd = (int)mlx_array_ndim(a);
-  if (!(nd == 0 ? mlx_reshape(&f, a, (int[]){1}, 1, test_stream())
-                : mlx_flatten(&f, a, 0, -1, test_stream())) &&
-      !mlx_contiguous(&c, f, false, test_stream()) &&
-      !mlx_view(&v, c, MLX_UINT8, test_stream()) && !mlx_array_eval(v)) {
-    out = malloc(*nbytes ? *nbytes : 1);
-    if (out && *nbytes) memcpy(out, mlx_array_data_uint8(v), *nbytes);
-  }
-  mlx_array_free(f);
-  mlx_array_free(c);
-  mlx_array_free(v);
-  return out;
-}
-
-static bool same_shape(mlx_array got, mlx_array want) {
-  int nd = (int)mlx_array_ndim(got);
-  bool ok = nd == (int)mlx_array_ndim(want) && mlx_array_dtype(got) == mlx_array_dtype(want);
-  for (int d = 0; ok && d < nd; d++) ok = mlx_array_shape(got)[d] == mlx_array_shape(want)[d];
-  return ok;
-}
-
-/* got (GPU) and want (CPU): same shape, dtype and bits. */
-static void same_bits(mlx_array got, mlx_array want, const char *what) {
-  test_checks++;
-  if (!same_shape(got, want)) {
-    test_failures++;
-    fprintf(stderr, "%s: shape/dtype differ (size %zu vs %zu, dtype %d vs %d)\n", what,
-            mlx_array_size(got), mlx_array_size(want), (int)mlx_array_dtype(got),
-            (int)mlx_array_dtype(want));
-    return;
-  }
-  size_t ng = 0, nw = 0, isz = mlx_array_itemsize(got);
-  uint8_t *g = bytes_of(got, &ng), *w = bytes_of(want, &nw);
-  if (!g || !w) {
-    test_failures++;
-    fprintf(stderr, "%s: could not read values (%s)\n", what, test_last_error);
-  } else if (memcmp(g, w, ng)) {
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < ng / isz; i++)
-      if (memcmp(g + i * isz, w + i * isz, isz) && bad++ == 0) first = i;
-    test_failures++;
-    fprintf(stderr, "%s: %zu of %zu elements differ, first at %zu: gpu 0x", what, bad, ng / isz,
-            first);
-    for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", g[first * isz + b]);
-    fprintf(stderr, " cpu 0x");
-    for (size_t b = isz; b-- > 0;) fprintf(stderr, "%02x", w[first * isz + b]);
-    fprintf(stderr, "\n");
-  }
-  free(g);
-  free(w);
-}
 
 /* Within 8 ulps of dtype t (relative, or absolute near 0), and (for the
  * float32-based types, over 100 elements or more) at least 80% of the
@@ -134,7 +73,7 @@ enum { EXACT, NEAR };
     }                                                                                    \
     if (mlx_array_size(r_[1]) > 0)                                                       \
       CHECK_MSG(made_on_gpu(r_[0]), "%s: the result was not made on the GPU", (what));   \
-    if ((mode) == EXACT) same_bits(r_[0], r_[1], (what));                                \
+    if ((mode) == EXACT) SAME_BITS(r_[0], r_[1], (what));                                \
     else near_bits(r_[0], r_[1], (T), (what));                                           \
     mlx_array_free(r_[0]);                                                               \
     mlx_array_free(r_[1]);                                                               \
@@ -189,8 +128,8 @@ static void check_split(void) {
     mlx_array_free(k1);
     mlx_array_free(k2);
   }
-  same_bits(a[0], a[1], "split of a split (first)");
-  same_bits(b[0], b[1], "split of a split (second)");
+  SAME_BITS(a[0], a[1], "split of a split (first)");
+  SAME_BITS(b[0], b[1], "split of a split (second)");
   for (int i = 0; i < 2; i++) {
     mlx_array_free(a[i]);
     mlx_array_free(b[i]);
@@ -239,7 +178,7 @@ static void check_batched_keys(void) {
       lc_set_build_device(LC_DEV_CPU);
       if (lc_shape_size(cases[c].ndim, cases[c].shape) > 0)
         CHECK_MSG(made_on_gpu(r[0]), "batched keys %zu: not made on the GPU", c);
-      same_bits(r[0], r[1], WHAT("batched keys case %zu strided %d", c, strided));
+      SAME_BITS(r[0], r[1], WHAT("batched keys case %zu strided %d", c, strided));
       for (int side = 0; side < 2; side++) mlx_array_free(r[side]);
       mlx_array_free(k0);
       mlx_array_free(split);

@@ -15,7 +15,9 @@
 #include <math.h>
 
 #include "core/node.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
+
+#define SAME_BITS GPU_SAME_BITS
 
 static const mlx_dtype real_types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
                                        MLX_INT8,    MLX_UINT8,   MLX_INT16,    MLX_UINT16,
@@ -91,14 +93,6 @@ static mlx_array make(const int *shape, int nd, mlx_dtype t, enum fill f, int na
   return r;
 }
 
-/* x's values in a buffer that lives only on the GPU. */
-static mlx_array on_gpu(mlx_array x) {
-  mlx_array r = mlx_array_new();
-  CHECK_OK(mlx_copy(&r, x, gpu_stream));
-  CHECK_OK(mlx_array_eval(r));
-  return r;
-}
-
 /* Elements [lo, hi) of x along axis (a view). */
 static mlx_array slice_axis(mlx_array x, int axis, int lo, int hi, int step) {
   int nd = (int)mlx_array_ndim(x), st[8], sp[8], k[8];
@@ -113,89 +107,6 @@ static mlx_array slice_axis(mlx_array x, int axis, int lo, int hi, int step) {
 }
 
 /* ---- comparisons ---- */
-
-/* Whether a's data was made on the GPU (no host copy yet). */
-static bool made_on_gpu(mlx_array a) {
-  const struct lc_node *n = a.ctx;
-  return n && n->buf && !(atomic_load(&n->buf->valid) & LC_BUF_HOST);
-}
-
-/* a's bytes, row-major (a CPU copy; malloc'd, NULL on failure). */
-static uint8_t *bytes_of(mlx_array a, size_t *nbytes) {
-  mlx_array f = mlx_array_new(), c = mlx_array_new(), v = mlx_array_new();
-  uint8_t *out = NULL;
-  *nbytes = mlx_array_size(a) * mlx_array_itemsize(a);
-  if (!mlx_flatten(&f, a, 0, -1, test_stream()) && !mlx_contiguous(&c, f, false, test_stream()) &&
-      !mlx_view(&v, c, MLX_UINT8, test_stream()) && !mlx_array_eval(v)) {
-    out = malloc(*nbytes ? *nbytes : 1);
-    if (out && *nbytes) memcpy(out, mlx_array_data_uint8(v), *nbytes);
-  }
-  mlx_array_free(f);
-  mlx_array_free(c);
-  mlx_array_free(v);
-  return out;
-}
-
-static bool nan_bits(mlx_dtype t, const uint8_t *p) {
-  uint16_t h;
-  uint32_t w;
-  uint64_t q;
-  switch (t) {
-  case MLX_FLOAT16: memcpy(&h, p, 2); return (h & 0x7fff) > 0x7c00;
-  case MLX_BFLOAT16: memcpy(&h, p, 2); return (h & 0x7fff) > 0x7f80;
-  case MLX_FLOAT32: memcpy(&w, p, 4); return (w & 0x7fffffffu) > 0x7f800000u;
-  case MLX_FLOAT64: memcpy(&q, p, 8); return (q & ~(1ull << 63)) > 0x7ff0000000000000ull;
-  default: return false;
-  }
-}
-
-static bool same_shape(mlx_array a, mlx_array b) {
-  if (mlx_array_ndim(a) != mlx_array_ndim(b) || mlx_array_dtype(a) != mlx_array_dtype(b))
-    return false;
-  for (size_t d = 0; d < mlx_array_ndim(a); d++)
-    if (mlx_array_shape(a)[d] != mlx_array_shape(b)[d]) return false;
-  return true;
-}
-
-/* got (GPU) and want (CPU): same shape, dtype and bits; with any_nan, a
- * NaN matches any NaN. */
-#define SAME_BITS(got, want, any_nan, what) \
-  same_bits(__FILE__, __LINE__, (got), (want), (any_nan), (what))
-static void same_bits(const char *file, int line, mlx_array got, mlx_array want, bool any_nan,
-                      const char *what) {
-  test_checks++;
-  if (!same_shape(got, want)) {
-    test_failures++;
-    fprintf(stderr, "%s:%d: %s: shape/dtype differ (size %zu vs %zu, dtype %d vs %d)\n", file,
-            line, what, mlx_array_size(got), mlx_array_size(want), (int)mlx_array_dtype(got),
-            (int)mlx_array_dtype(want));
-    return;
-  }
-  size_t ng = 0, nw = 0, isz = mlx_array_itemsize(got), bad = 0, first = 0;
-  mlx_dtype t = mlx_array_dtype(got);
-  uint8_t *g = bytes_of(got, &ng), *w = bytes_of(want, &nw);
-  for (size_t i = 0; g && w && i < ng / isz; i++) {
-    const uint8_t *a = g + i * isz, *b = w + i * isz;
-    if (memcmp(a, b, isz) && !(any_nan && nan_bits(t, a) && nan_bits(t, b)) && bad++ == 0)
-      first = i;
-  }
-  if (!g || !w || bad) {
-    test_failures++;
-    if (!g || !w) {
-      fprintf(stderr, "%s:%d: %s: could not read values (%s)\n", file, line, what,
-              test_last_error);
-    } else {
-      fprintf(stderr, "%s:%d: %s: %zu of %zu differ, first at flat index %zu: gpu 0x", file,
-              line, what, bad, ng / isz, first);
-      for (size_t k = isz; k-- > 0;) fprintf(stderr, "%02x", g[first * isz + k]);
-      fprintf(stderr, " cpu 0x");
-      for (size_t k = isz; k-- > 0;) fprintf(stderr, "%02x", w[first * isz + k]);
-      fprintf(stderr, "\n");
-    }
-  }
-  free(g);
-  free(w);
-}
 
 /* got and want within rtol of |want| + the largest finite |want| (NaN
  * matches NaN; infinities exactly). */

@@ -3,22 +3,9 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda/fft.h"
+#include "gpu/cuda/launch.cuh"
 
 namespace {
-
-#define GRID_LOOP(i, n)                                                     \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
-}
-
-int done() {
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
-}
 
 __global__ void scale(float *x, int64_t n, float s) {
   GRID_LOOP(i, n) x[i] *= s;

@@ -11,6 +11,7 @@
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/index.h"
+#include "gpu/cuda/launch.cuh"
 
 namespace {
 
@@ -20,27 +21,6 @@ void grid_of(int64_t n, unsigned *blocks) {
   int64_t b = (n + 255) / 256;
   *blocks = (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
 }
-
-int done() {
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
-}
-
-// Calls f((U *)0) with the unsigned item type of `size` bytes.
-template <class F> bool by_size(int size, F &&f) {
-  switch (size) {
-    case 1: f((uint8_t *)0); return true;
-    case 2: f((uint16_t *)0); return true;
-    case 4: f((uint32_t *)0); return true;
-    case 8: f((unsigned long long *)0); return true;
-    case 16: f((uint4 *)0); return true;
-    default: return false;
-  }
-}
-
-#define GRID_LOOP(i, n)                                                     \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
 
 __device__ __forceinline__ int64_t ld_idx(const void *p, int dt, int64_t off) {
   switch (dt) {
@@ -213,7 +193,7 @@ extern "C" int lc_cu_copy_nd(const struct lc_cu_copy *in, void *stream) {
   n = 1;
   for (int j = 0; j < a.ndim; j++) n *= a.shape[j];
   grid_of(n, &b);
-  bool ok = by_size(a.itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a.itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     if (n < INT32_MAX) lc_launch(copy_k<U, uint32_t>, dim3(b), dim3(256), 0, s, a, (uint32_t)n);
     else lc_launch(copy_k<U, int64_t>, dim3(b), dim3(256), 0, s, a, n);
@@ -342,7 +322,7 @@ extern "C" int lc_cu_gather(const struct lc_cu_gather *in, void *stream) {
   if (n == 0) return 0;
   unsigned b;
   grid_of(n, &b);
-  bool ok = by_size(a.itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a.itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     lc_launch(gather_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, a, n, slice_n);
   });
@@ -355,7 +335,7 @@ extern "C" int lc_cu_gather_axis(const struct lc_cu_gather_axis *a, void *stream
   if (n == 0) return 0;
   unsigned b;
   grid_of(n, &b);
-  bool ok = by_size(a->itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     lc_launch(gather_axis_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, *a, n);
   });
@@ -484,7 +464,7 @@ extern "C" int lc_cu_scatter(const struct lc_cu_scatter *a, void *stream, int *w
     grid_of(count, &bc);
     lc_launch(scatter_win_k, dim3(bc), dim3(256), 0, s, *a, win, count);
   }
-  bool ok = by_size(a->itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     lc_launch(scatter_set_k<U>, dim3(b), dim3(256), 0, s, *a, win, n, slice_n);
   });
@@ -512,7 +492,7 @@ extern "C" int lc_cu_scatter_axis(const struct lc_cu_scatter_axis *a, void *stre
     if (e != cudaSuccess) return -(int)e;
     lc_launch(saxis_win_k, dim3(b), dim3(256), 0, s, *a, win, n);
   }
-  bool ok = by_size(a->itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     lc_launch(saxis_set_k<U>, dim3(b), dim3(256), 0, s, *a, win, n);
   });
@@ -591,7 +571,7 @@ extern "C" int lc_cu_remap(const struct lc_cu_remap *a, void *stream) {
   if (n == 0) return 0;
   unsigned b;
   grid_of(n, &b);
-  bool ok = by_size(a->itemsize, [&](auto *p) {
+  bool ok = by_size<true>(a->itemsize, [&](auto *p) {
     using U = std::remove_pointer_t<decltype(p)>;
     lc_launch(remap_k<U>, dim3(b), dim3(256), 0, (cudaStream_t)stream, *a, n);
   });

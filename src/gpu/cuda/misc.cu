@@ -15,46 +15,11 @@
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/misc.h"
 #include "gpu/cuda/pdl.cuh"
+#include "gpu/cuda/launch.cuh"
 
 namespace {
 
 constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
-}
-
-int done() {
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
-}
-
-#define GRID_LOOP(i, n)                                                     \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
-
-// Calls f((U *)0) with the unsigned item type of `size` bytes.
-template <class F> bool by_size(int size, F &&f) {
-  switch (size) {
-    case 1: f((uint8_t *)0); return true;
-    case 2: f((uint16_t *)0); return true;
-    case 4: f((uint32_t *)0); return true;
-    case 8: f((unsigned long long *)0); return true;
-    default: return false;
-  }
-}
-
-// The item offset of element i (row-major over the view's shape).
-__device__ __forceinline__ int64_t view_off(const lc_cu_view &v, int64_t i) {
-  int64_t off = 0;
-  for (int d = v.ndim - 1; d >= 0; d--) {
-    int64_t q = i / v.shape[d];
-    off += (i - q * v.shape[d]) * v.strides[d];
-    i = q;
-  }
-  return off;
-}
 
 // ---- copy of a view ----
 

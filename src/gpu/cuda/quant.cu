@@ -9,19 +9,11 @@
 
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/quant.h"
+#include "gpu/cuda/launch.cuh"
 
 namespace {
 
 constexpr int kWarps = 4;  // warps (output columns) per block of the qmv kernel
-
-#define GRID_LOOP(i, n)                                                     \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
-
-int done() {
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
-}
 
 __device__ __forceinline__ float ldf(const void *p, int dt, int64_t off) {
   switch (dt) {

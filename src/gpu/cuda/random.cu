@@ -14,33 +14,9 @@
 
 #include "gpu/cuda/cu_types.cuh"
 #include "gpu/cuda/random.h"
+#include "gpu/cuda/launch.cuh"
 
 namespace {
-
-#define GRID_LOOP(i, n)                                                     \
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); \
-       i += (int64_t)gridDim.x * blockDim.x)
-
-unsigned blocks_for(int64_t n) {
-  int64_t b = (n + 255) / 256;
-  return (unsigned)(b < 132 * 32 ? (b > 0 ? b : 1) : 132 * 32);
-}
-
-int done() {
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? 0 : -(int)e;
-}
-
-// Element i of a view (row-major over its shape): its offset.
-__device__ __forceinline__ int64_t view_off(const lc_cu_view &v, int64_t i) {
-  int64_t off = 0;
-  for (int d = v.ndim - 1; d >= 0; d--) {
-    int64_t q = i / v.shape[d];
-    off += (i - q * v.shape[d]) * v.strides[d];
-    i = q;
-  }
-  return off;
-}
 
 // ---- threefry ----
 

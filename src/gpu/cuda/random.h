@@ -11,18 +11,11 @@
 #include <stdint.h>
 
 #include "gpu/cuda/kernels.h"
+#include "gpu/cuda/misc.h" /* struct lc_cu_view */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* A strided view: element i (row-major over shape) is at
- * sum_d coord_d * strides[d]. */
-struct lc_cu_view {
-  int ndim;
-  int shape[LC_CU_MAX_DIMS];
-  int64_t strides[LC_CU_MAX_DIMS];
-};
 
 /* MLX's threefry bit stream: key j = (keys[2j], keys[2j+1]) in the row-major
  * order of `keys` (nkeys keys) fills bytes [j * bytes_per_key, (j + 1) *
