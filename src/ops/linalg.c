@@ -414,13 +414,27 @@ static int matmul_output_shape(const void *params, int nin, struct lc_node *cons
   return p->has_c && (nin < 3 || !lc_shape_equal(in[2]->ndim, in[2]->shape, ndim, shape));
 }
 
+/* Shapeless compile: a c that was a broadcast in the trace (addmm's, or
+ * the bias of an epilogue: compile/fuse_epilogue.c) has the product's
+ * shape, which a and b give. */
+static int matmul_input_shape(const void *params, int nin, struct lc_node *const *in,
+                              const char *bcast, int k, int ndim, int *shape) {
+  const struct lc_matmul_params *p = params;
+  if (!p->has_c || p->gather || p->segmented || nin != 3 || k != 2 || bcast[0] || bcast[1])
+    return 1;
+  struct lc_matmul_params q = *p;
+  q.has_c = 0;
+  return matmul_output_shape(&q, 2, in, ndim, shape);
+}
+
 const struct lc_prim lc_prim_matmul = {.name = "matmul",
                                        .eval_cpu = matmul_eval,
                                        .eval_cuda = LC_CUDA(lc_cuda_eval_matmul),
                                        .vjp = matmul_vjp,
                                        .jvp = matmul_jvp,
                                        .vmap = matmul_vmap,
-                                       .output_shape = matmul_output_shape};
+                                       .output_shape = matmul_output_shape,
+                                       .input_shape = matmul_input_shape};
 
 /* ---- permute (private view used by tensordot) ---- */
 

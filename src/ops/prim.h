@@ -106,7 +106,8 @@ struct lc_prim {
    * broadcast in the trace. bcast[j] != 0 marks inputs that are such
    * broadcasts' sources (their shapes are not the inputs'); in[k] is one.
    * A primitive has this slot only where an invariant of its own fixes the
-   * shape (scatter_axis: updates have the indices' shape). 0, or 1 without
+   * shape (scatter_axis: updates have the indices' shape; matmul: c has
+   * the product's). 0, or 1 without
    * reporting when the shape cannot be inferred. */
   int (*input_shape)(const void *params, int nin, struct lc_node *const *in, const char *bcast,
                      int k, int ndim, int *shape);

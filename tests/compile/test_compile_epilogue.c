@@ -10,7 +10,9 @@
  *   - no rewrite where the product is read twice or is an output of the
  *     function, for float64, nor with LACE_FUSE_EPILOGUE unset
  *     (CPU streams), =0, or compile mode no_fuse;
- *   - a shapeless compile replays the fused program at another row count;
+ *   - a shapeless compile replays the fused program at another row count,
+ *     also where c is a row broadcast over the rows (a bias: tanh(x W + b)),
+ *     without tracing again;
  *   - product grouping (LACE_GROUP_PRODUCTS=all): products sharing x (q, k,
  *     v; gate, up) become one MATMUL_GROUP node, at most 4 to a group, bit
  *     for bit the plain products, also replayed shapeless at other rows;
@@ -220,6 +222,41 @@ static void test_shapeless(void) {
   mlx_closure_free(f);
 }
 
+/* tanh(x W + b), b a row; counts its traces in *payload */
+static int biased(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  ++*(int *)payload;
+  mlx_array x = test_vec_get(in, 0), w = test_vec_get(in, 1), b = test_vec_get(in, 2),
+            m = mlx_array_new(), a = mlx_array_new(), o = mlx_array_new();
+  int rc = mlx_matmul(&m, x, w, cpu) || mlx_add(&a, m, b, cpu) || mlx_tanh(&o, a, cpu);
+  mlx_array_free(x), mlx_array_free(w), mlx_array_free(b), mlx_array_free(m), mlx_array_free(a);
+  return rc || test_vec_put(res, &o, 1);
+}
+
+/* A shapeless compile of a biased product at 3, 9 and 1 rows (and a
+ * vector x): one trace; the bias is the product's c; bit for bit. */
+static void test_shapeless_bias(void) {
+  int traces = 0, plain_traces = 0;
+  mlx_closure f = mlx_closure_new_func_payload(biased, &traces, NULL), cf = mlx_closure_new();
+  mlx_closure g = mlx_closure_new_func_payload(biased, &plain_traces, NULL);
+  CHECK_OK(mlx_compile(&cf, f, true));
+  int rows[] = {3, 9, 1};
+  for (int r = 0; r < 3; r++) {
+    int xs[] = {rows[r], 40}, ws[] = {40, 24}, bs[] = {24};
+    mlx_array a[3] = {rand_of(xs, 2, MLX_FLOAT32), rand_of(ws, 2, MLX_FLOAT32),
+                      rand_of(bs, 1, MLX_FLOAT32)};
+    mlx_array o = call1(cf, 3, a, NULL), e = call1(g, 3, a, NULL);
+    struct counts got = count(node(o));
+    CHECK_MSG(got.mm_c == 1 && got.add == 0, "shapeless bias, rows %d: not fused", rows[r]);
+    CHECK_MSG(test_same_bits(o, e), "shapeless bias, rows %d: compiled differs", rows[r]);
+    mlx_array_free(o), mlx_array_free(e);
+    for (int k = 0; k < 3; k++) mlx_array_free(a[k]);
+  }
+  CHECK_MSG(traces == 1, "shapeless bias: traced %d times over three row counts", traces);
+  mlx_closure_free(cf);
+  mlx_closure_free(f);
+  mlx_closure_free(g);
+}
+
 /* (x Wq, x Wk, x Wv, silu-free MLP: (x Wg) * (x Wu)) as outputs 0..3:
  * every product reads x, so they group; payload: number of products. */
 static int siblings(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
@@ -312,6 +349,7 @@ int main(void) {
   test_residuals();
   test_chain_and_refusals();
   test_shapeless();
+  test_shapeless_bias();
   test_groups();
   mlx_stream_free(cpu);
   return test_done();
