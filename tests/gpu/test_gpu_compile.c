@@ -88,6 +88,13 @@ static int logsumexp(const mlx_array *x, mlx_array *o) {
   o[0] = OP(mlx_logsumexp_axis, OP(mlx_multiply, x[0], K(2, x[0])), -1, false);
   return 1;
 }
+/* as bench_gpu's: max, then exp and sum of the differences, in ops */
+static int logsumexp_ops(const mlx_array *x, mlx_array *o) {
+  mlx_array m = OP(mlx_max_axis, x[0], -1, true);
+  mlx_array e = OP(mlx_sum_axis, OP(mlx_exp, OP(mlx_subtract, x[0], m)), -1, true);
+  o[0] = OP(mlx_add, OP(mlx_log, e), m);
+  return 1;
+}
 static int moments(const mlx_array *x, mlx_array *o) {
   mlx_array y = OP(mlx_multiply, x[0], K(1.5, x[0]));
   o[0] = OP(mlx_add, OP(mlx_std_axis, y, -1, true, 1), OP(mlx_var_axis, x[0], -1, true, 0));
@@ -176,6 +183,8 @@ static const struct gcase cases[] = {
     {"rms_norm bf16", rms_norm, 2,
      {{2, {16, 2048}, MLX_BFLOAT16, -3, 3}, {1, {2048}, MLX_BFLOAT16, 0.5, 1.5}}, 2e-2, 2e-2, 1},
     {"logsumexp", logsumexp, 1, {{2, {50, 3000}, F32, -5, 5}}, 1e-5, 1e-6, 1},
+    {"logsumexp bf16", logsumexp, 1, {{2, {37, 4096}, MLX_BFLOAT16, -8, 8}}, 1.6e-2, 1e-2, 1},
+    {"logsumexp in ops, bf16", logsumexp_ops, 1, {{2, {37, 4096}, MLX_BFLOAT16, -90, 8}}, 1.6e-2, 1e-2, 1},
     {"std + var, two outputs", moments, 1, {{2, {40, 777}, F32, -2, 2}}, 1e-4, 1e-5, 1},
     {"prod, min", extremes, 1, {{2, {20, 300}, F32, -1, 1}}, 1e-4, 1e-6, 1},
     {"int32 chain", int_chain, 2,

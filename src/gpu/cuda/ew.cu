@@ -417,7 +417,9 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_SIGN: return un_real<Sign>(a, s, true);
     case LC_OP_SQRT: return un_float<Sqrt>(a, s);
     case LC_OP_RSQRT: return un_float<Rsqrt>(a, s);
-    case LC_OP_EXP: return un_float<Exp>(a, s);
+    case LC_OP_EXP: /* rounded to 16 bits: ew_ops.cuh's Exp16, as in fused kernels */
+      return a.in_dt == MLX_FLOAT16 || a.in_dt == MLX_BFLOAT16 ? un_float<Exp16>(a, s)
+                                                                : un_float<Exp>(a, s);
     case LC_OP_EXPM1: return un_float<Expm1>(a, s);
     case LC_OP_LOG: return un_float<Log>(a, s);
     case LC_OP_LOG1P: return un_float<Log1p>(a, s);

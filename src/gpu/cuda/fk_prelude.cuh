@@ -53,18 +53,19 @@ __device__ __forceinline__ float lc_rbf(float f) {
 // one correctly rounded operation instead of a float one and a conversion.
 // The same values: the float result rounded again is correctly rounded too
 // (24 bits >= 2 * 8 + 2), except for products below float's normal range.
+// One paired instruction on the whole float: the high halves hold the
+// operands, the low halves zeros, whose sum, difference and product is +0,
+// so the result is a float of the same kind, with no repacking.
 #if __CUDA_ARCH__ >= 900
-#define LC_BF_OP(name, op)                                                            \
-  __device__ __forceinline__ float name(float a, float b) {                          \
-    unsigned r;                                                                       \
-    asm("{ .reg .b16 al, ah, bl, bh, s, z; mov.b32 {al, ah}, %1; mov.b32 {bl, bh}, %2; " \
-        op " s, ah, bh; mov.b16 z, 0; mov.b32 %0, {z, s}; }"                          \
-        : "=r"(r) : "r"(__float_as_uint(a)), "r"(__float_as_uint(b)));              \
-    return __uint_as_float(r);                                                        \
+#define LC_BF_OP(name, op)                                                       \
+  __device__ __forceinline__ float name(float a, float b) {                     \
+    unsigned r;                                                                  \
+    asm(op " %0, %1, %2;" : "=r"(r) : "r"(__float_as_uint(a)), "r"(__float_as_uint(b))); \
+    return __uint_as_float(r);                                                   \
   }
-LC_BF_OP(lc_bf_add, "add.rn.bf16")
-LC_BF_OP(lc_bf_sub, "sub.rn.bf16")
-LC_BF_OP(lc_bf_mul, "mul.rn.bf16")
+LC_BF_OP(lc_bf_add, "add.rn.bf16x2")
+LC_BF_OP(lc_bf_sub, "sub.rn.bf16x2")
+LC_BF_OP(lc_bf_mul, "mul.rn.bf16x2")
 #undef LC_BF_OP
 #else
 __device__ __forceinline__ float lc_bf_add(float a, float b) { return lc_rbf(a + b); }

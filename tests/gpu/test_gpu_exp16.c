@@ -1,0 +1,133 @@
+/* exp of float16 and bfloat16 on the GPU (ew_ops.cuh's Exp16: 2^(x log2 e)
+ * by the GPU's ex2, in unfused and fused kernels alike): over every bit
+ * pattern of each type, the result is faithful, one of the two 16-bit
+ * floats around exp(x) computed in double (exactly exp(x) when that is
+ * one); NaN gives NaN; fused (compiled) and unfused results are the same
+ * bits. How often the result is not the nearest one is printed, not
+ * asserted. Skips without a GPU. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_bits.h"
+#include "ops/prim.h"
+
+static double half_value(mlx_dtype t, uint16_t b) {
+  if (t == MLX_BFLOAT16) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+  }
+  int s = b >> 15, e = (b >> 10) & 31, m = b & 1023;
+  double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(1024 + m, e - 25);
+  return s ? -v : v;
+}
+
+static bool half_nan(mlx_dtype t, uint16_t b) {
+  return (b & 0x7fff) > (t == MLX_BFLOAT16 ? 0x7f80 : 0x7c00);
+}
+
+/* Whether the graph of a (not evaluated) has a FUSED node. */
+static bool has_fused(const struct lc_node *n, int depth) {
+  if (!n || depth > 8) return false;
+  if (n->op == LC_OP_FUSED) return true;
+  for (int k = 0; k < n->nin; k++)
+    if (has_fused(n->in[k], depth + 1)) return true;
+  return false;
+}
+
+/* The positive patterns of t in increasing value: 0 .. +inf. */
+static uint16_t half_inf(mlx_dtype t) { return t == MLX_BFLOAT16 ? 0x7f80 : 0x7c00; }
+
+/* lo: the largest pattern of value <= e; hi: the smallest of value >= e (e >= 0). */
+static void around(mlx_dtype t, double e, uint16_t *lo, uint16_t *hi) {
+  uint16_t a = 0, b = half_inf(t);
+  if (e >= half_value(t, b)) {
+    *lo = *hi = b;
+    return;
+  }
+  while (b - a > 1) { /* value(a) <= e < value(b) */
+    uint16_t m = (uint16_t)((a + b) / 2);
+    if (half_value(t, m) <= e) a = m;
+    else b = m;
+  }
+  *lo = a;
+  *hi = half_value(t, a) == e ? a : b;
+}
+
+static int exp_body(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), z = mlx_array_new(), e = mlx_array_new(), o = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0), mlx_vector_array_get(&z, in, 1);
+  mlx_exp(&e, x, gpu_stream);
+  mlx_add(&o, e, z, gpu_stream); /* + 0: a second op, so that the region is fused */
+  mlx_vector_array_set_value(res, o);
+  mlx_array_free(x), mlx_array_free(z), mlx_array_free(e), mlx_array_free(o);
+  return 0;
+}
+
+static void exp_every_pattern(mlx_dtype t, const char *name) {
+  int n = 65536;
+  uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)n);
+  for (int i = 0; i < n; i++) bits[i] = (uint16_t)i;
+  mlx_array u = mlx_array_new_data(bits, &n, 1, MLX_UINT16), x = mlx_array_new();
+  CHECK_OK(mlx_view(&x, u, t, gpu_stream));
+  mlx_array g = mlx_array_new(), zf = mlx_array_new_float(0.0f), z = mlx_array_new();
+  CHECK_OK(mlx_astype(&z, zf, t, gpu_stream));
+  CHECK_OK(mlx_exp(&g, x, gpu_stream));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_MSG(made_on_gpu(g), "%s exp: not computed on the GPU", name);
+  size_t nb = 0;
+  uint8_t *gb = bytes_of(g, &nb);
+  int bad = 0, not_nearest = 0;
+  for (int i = 0; gb && i < n; i++) {
+    uint16_t r;
+    memcpy(&r, gb + 2 * (size_t)i, 2);
+    if (half_nan(t, bits[i])) {
+      if (!half_nan(t, r) && bad++ < 5)
+        CHECK_MSG(false, "%s exp(NaN pattern 0x%04x) = 0x%04x, not NaN", name, bits[i], r);
+      continue;
+    }
+    double e = exp(half_value(t, bits[i]));
+    uint16_t lo, hi;
+    around(t, e, &lo, &hi);
+    if (r != lo && r != hi) {
+      if (bad++ < 5)
+        CHECK_MSG(false, "%s exp(%.9g) = 0x%04x (%.9g): not 0x%04x or 0x%04x around %.9g", name,
+                  half_value(t, bits[i]), r, half_value(t, r), lo, hi, e);
+      continue;
+    }
+    double dl = e - half_value(t, lo), dh = half_value(t, hi) - e;
+    uint16_t nearest = dl < dh ? lo : dh < dl ? hi : (lo & 1) ? hi : lo;
+    if (hi == half_inf(t) && lo != hi) /* past the largest finite value, by half its spacing: inf */
+      nearest = dl >= (half_value(t, lo) - half_value(t, (uint16_t)(lo - 1))) / 2 ? hi : lo;
+    if (hi != lo && r != nearest) not_nearest++;
+  }
+  CHECK_MSG(bad == 0, "%s exp: %d of %d results not faithful", name, bad, n);
+  printf("%s exp: %d of %d results faithful but not the nearest\n", name, not_nearest, n);
+  /* the fused kernel: the same bits */
+  mlx_closure plain = mlx_closure_new_func(exp_body), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, plain, false));
+  mlx_array ins[2] = {x, z};
+  mlx_vector_array in = mlx_vector_array_new_data(ins, 2), out = mlx_vector_array_new();
+  CHECK_OK(mlx_closure_apply(&out, cf, in));
+  mlx_array f = mlx_array_new();
+  CHECK_OK(mlx_vector_array_get(&f, out, 0));
+  CHECK_MSG(has_fused(f.ctx, 0), "%s: the compiled exp is not a fused region", name);
+  GPU_SAME_BITS(f, g, true, name);
+  free(gb);
+  free(bits);
+  mlx_array tmp[] = {u, x, g, zf, z, f};
+  for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+  mlx_vector_array_free(in), mlx_vector_array_free(out);
+  mlx_closure_free(plain), mlx_closure_free(cf);
+}
+
+int main(void) {
+  if (!gpu_test_init()) return TEST_SKIP;
+  exp_every_pattern(MLX_BFLOAT16, "bfloat16");
+  exp_every_pattern(MLX_FLOAT16, "float16");
+  mlx_stream_free(gpu_stream);
+  return test_done();
+}
