@@ -438,7 +438,8 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_ARCCOSH: return un_float<Acosh>(a, s);
     case LC_OP_ARCTANH: return un_float<Atanh>(a, s);
     case LC_OP_SIGMOID: return un_float<Sigmoid>(a, s);
-    case LC_OP_ERF: return un_float<Erf>(a, s);
+    case LC_OP_ERF: /* rounded to bfloat16: ew_ops.cuh's ErfBf, as in fused kernels */
+      return a.in_dt == MLX_BFLOAT16 ? un_float<ErfBf>(a, s) : un_float<Erf>(a, s);
     case LC_OP_ERFINV: return un_float<Erfinv>(a, s);
     case LC_OP_FLOOR: return is_float ? un_float<Floor>(a, s) : LC_CU_UNSUPPORTED;
     case LC_OP_CEIL: return is_float ? un_float<Ceil>(a, s) : LC_CU_UNSUPPORTED;

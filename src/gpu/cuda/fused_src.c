@@ -209,7 +209,8 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   if (x->nin == 1) fn = find_fn(unary_fns, sizeof unary_fns / sizeof *unary_fns, x->op, dt);
   if (x->nin == 2) fn = find_fn(binary_fns, sizeof binary_fns / sizeof *binary_fns, x->op, dt);
   if (!fn) return false;
-  if (x->op == LC_OP_EXP && half_like(dt)) fn = "Exp16"; /* as ew.cu's unfused exp */
+  if (x->op == LC_OP_EXP && half_like(dt)) fn = "Exp16"; /* as ew.cu's unfused exp and erf */
+  if (x->op == LC_OP_ERF && dt == MLX_BFLOAT16) fn = "ErfBf";
   if (x->nin == 1)
     lc_strbuf_put(s, "%s()(%s)", fn, a[0]);
   else

@@ -1,10 +1,12 @@
-/* exp of float16 and bfloat16 on the GPU (ew_ops.cuh's Exp16: 2^(x log2 e)
- * by the GPU's ex2, in unfused and fused kernels alike): over every bit
- * pattern of each type, the result is faithful, one of the two 16-bit
- * floats around exp(x) computed in double (exactly exp(x) when that is
- * one); NaN gives NaN; fused (compiled) and unfused results are the same
- * bits. How often the result is not the nearest one is printed, not
- * asserted. Skips without a GPU. */
+/* The GPU's own math for results rounded to 16 bits (ew_ops.cuh), in
+ * unfused and fused kernels alike: exp of float16 and bfloat16 (Exp16,
+ * 2^(x log2 e) by the GPU's ex2) and erf of bfloat16 (ErfBf, a clamped
+ * polynomial). Over every bit pattern of the type, the result is faithful,
+ * one of the two 16-bit floats around the function's value computed in
+ * double (exactly that value when it is one, signed zeros included); NaN
+ * gives NaN; fused (compiled) and unfused results are the same bits. How
+ * often the result is not the nearest one is printed, not asserted.
+ * Skips without a GPU. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,8 +43,9 @@ static bool has_fused(const struct lc_node *n, int depth) {
 /* The positive patterns of t in increasing value: 0 .. +inf. */
 static uint16_t half_inf(mlx_dtype t) { return t == MLX_BFLOAT16 ? 0x7f80 : 0x7c00; }
 
-/* lo: the largest pattern of value <= e; hi: the smallest of value >= e (e >= 0). */
-static void around(mlx_dtype t, double e, uint16_t *lo, uint16_t *hi) {
+/* lo: the largest pattern of value <= e; hi: the smallest of value >= e
+ * (e >= 0, not -0). */
+static void around_pos(mlx_dtype t, double e, uint16_t *lo, uint16_t *hi) {
   uint16_t a = 0, b = half_inf(t);
   if (e >= half_value(t, b)) {
     *lo = *hi = b;
@@ -57,27 +60,49 @@ static void around(mlx_dtype t, double e, uint16_t *lo, uint16_t *hi) {
   *hi = half_value(t, a) == e ? a : b;
 }
 
-static int exp_body(mlx_vector_array *res, const mlx_vector_array in) {
+/* The same for any e: for e < 0 (or -0), lo and hi of -e with the sign set. */
+static void around(mlx_dtype t, double e, uint16_t *lo, uint16_t *hi) {
+  if (!signbit(e)) {
+    around_pos(t, e, lo, hi);
+    return;
+  }
+  uint16_t a, b;
+  around_pos(t, -e, &a, &b);
+  *lo = (uint16_t)(b | 0x8000);
+  *hi = (uint16_t)(a | 0x8000);
+}
+
+enum fn { FN_EXP, FN_ERF };
+static enum fn cur_fn;
+
+static int apply_fn(mlx_array *r, mlx_array x, enum fn f) {
+  return f == FN_EXP ? mlx_exp(r, x, gpu_stream) : mlx_erf(r, x, gpu_stream);
+}
+
+static int fn_body(mlx_vector_array *res, const mlx_vector_array in) {
   mlx_array x = mlx_array_new(), z = mlx_array_new(), e = mlx_array_new(), o = mlx_array_new();
   mlx_vector_array_get(&x, in, 0), mlx_vector_array_get(&z, in, 1);
-  mlx_exp(&e, x, gpu_stream);
-  mlx_add(&o, e, z, gpu_stream); /* + 0: a second op, so that the region is fused */
+  apply_fn(&e, x, cur_fn);
+  mlx_add(&o, e, z, gpu_stream); /* + -0 (x for every x): a second op, so that the region is fused */
   mlx_vector_array_set_value(res, o);
   mlx_array_free(x), mlx_array_free(z), mlx_array_free(e), mlx_array_free(o);
   return 0;
 }
 
-static void exp_every_pattern(mlx_dtype t, const char *name) {
+static void every_pattern(enum fn fn, mlx_dtype t, const char *tn) {
+  char name[64];
+  snprintf(name, sizeof name, "%s %s", tn, fn == FN_EXP ? "exp" : "erf");
+  cur_fn = fn;
   int n = 65536;
   uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)n);
   for (int i = 0; i < n; i++) bits[i] = (uint16_t)i;
   mlx_array u = mlx_array_new_data(bits, &n, 1, MLX_UINT16), x = mlx_array_new();
   CHECK_OK(mlx_view(&x, u, t, gpu_stream));
-  mlx_array g = mlx_array_new(), zf = mlx_array_new_float(0.0f), z = mlx_array_new();
+  mlx_array g = mlx_array_new(), zf = mlx_array_new_float(-0.0f), z = mlx_array_new();
   CHECK_OK(mlx_astype(&z, zf, t, gpu_stream));
-  CHECK_OK(mlx_exp(&g, x, gpu_stream));
+  CHECK_OK(apply_fn(&g, x, fn));
   CHECK_OK(mlx_array_eval(g));
-  CHECK_MSG(made_on_gpu(g), "%s exp: not computed on the GPU", name);
+  CHECK_MSG(made_on_gpu(g), "%s: not computed on the GPU", name);
   size_t nb = 0;
   uint8_t *gb = bytes_of(g, &nb);
   int bad = 0, not_nearest = 0;
@@ -86,35 +111,35 @@ static void exp_every_pattern(mlx_dtype t, const char *name) {
     memcpy(&r, gb + 2 * (size_t)i, 2);
     if (half_nan(t, bits[i])) {
       if (!half_nan(t, r) && bad++ < 5)
-        CHECK_MSG(false, "%s exp(NaN pattern 0x%04x) = 0x%04x, not NaN", name, bits[i], r);
+        CHECK_MSG(false, "%s(NaN pattern 0x%04x) = 0x%04x, not NaN", name, bits[i], r);
       continue;
     }
-    double e = exp(half_value(t, bits[i]));
+    double e = fn == FN_EXP ? exp(half_value(t, bits[i])) : erf(half_value(t, bits[i]));
     uint16_t lo, hi;
     around(t, e, &lo, &hi);
     if (r != lo && r != hi) {
       if (bad++ < 5)
-        CHECK_MSG(false, "%s exp(%.9g) = 0x%04x (%.9g): not 0x%04x or 0x%04x around %.9g", name,
+        CHECK_MSG(false, "%s(%.9g) = 0x%04x (%.9g): not 0x%04x or 0x%04x around %.9g", name,
                   half_value(t, bits[i]), r, half_value(t, r), lo, hi, e);
       continue;
     }
-    double dl = e - half_value(t, lo), dh = half_value(t, hi) - e;
+    double dl = fabs(e - half_value(t, lo)), dh = fabs(half_value(t, hi) - e);
     uint16_t nearest = dl < dh ? lo : dh < dl ? hi : (lo & 1) ? hi : lo;
-    if (hi == half_inf(t) && lo != hi) /* past the largest finite value, by half its spacing: inf */
+    if (fn == FN_EXP && hi == half_inf(t) && lo != hi) /* past the largest finite value, by half its spacing: inf */
       nearest = dl >= (half_value(t, lo) - half_value(t, (uint16_t)(lo - 1))) / 2 ? hi : lo;
     if (hi != lo && r != nearest) not_nearest++;
   }
-  CHECK_MSG(bad == 0, "%s exp: %d of %d results not faithful", name, bad, n);
-  printf("%s exp: %d of %d results faithful but not the nearest\n", name, not_nearest, n);
+  CHECK_MSG(bad == 0, "%s: %d of %d results not faithful", name, bad, n);
+  printf("%s: %d of %d results faithful but not the nearest\n", name, not_nearest, n);
   /* the fused kernel: the same bits */
-  mlx_closure plain = mlx_closure_new_func(exp_body), cf = mlx_closure_new();
+  mlx_closure plain = mlx_closure_new_func(fn_body), cf = mlx_closure_new();
   CHECK_OK(mlx_compile(&cf, plain, false));
   mlx_array ins[2] = {x, z};
   mlx_vector_array in = mlx_vector_array_new_data(ins, 2), out = mlx_vector_array_new();
   CHECK_OK(mlx_closure_apply(&out, cf, in));
   mlx_array f = mlx_array_new();
   CHECK_OK(mlx_vector_array_get(&f, out, 0));
-  CHECK_MSG(has_fused(f.ctx, 0), "%s: the compiled exp is not a fused region", name);
+  CHECK_MSG(has_fused(f.ctx, 0), "%s: the compiled function is not a fused region", name);
   GPU_SAME_BITS(f, g, true, name);
   free(gb);
   free(bits);
@@ -126,8 +151,10 @@ static void exp_every_pattern(mlx_dtype t, const char *name) {
 
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
-  exp_every_pattern(MLX_BFLOAT16, "bfloat16");
-  exp_every_pattern(MLX_FLOAT16, "float16");
+  every_pattern(FN_EXP, MLX_BFLOAT16, "bfloat16");
+  every_pattern(FN_EXP, MLX_FLOAT16, "float16");
+  every_pattern(FN_ERF, MLX_BFLOAT16, "bfloat16");
+  every_pattern(FN_ERF, MLX_FLOAT16, "float16"); /* erff, rounded: the same property */
   mlx_stream_free(gpu_stream);
   return test_done();
 }
