@@ -1,11 +1,13 @@
 /* The GPU's own math for results rounded to 16 bits (ew_ops.cuh), in
  * unfused and fused kernels alike: exp of float16 and bfloat16 (Exp16,
  * 2^(x log2 e) by the GPU's ex2) and erf of bfloat16 (ErfBf, a clamped
- * polynomial). Over every bit pattern of the type, the result is faithful,
+ * polynomial). Over every bit pattern of the type, the results are faithful,
  * one of the two 16-bit floats around the function's value computed in
  * double (exactly that value when it is one, signed zeros included); NaN
  * gives NaN; fused (compiled) and unfused results are the same bits. How
- * often the result is not the nearest one is printed, not asserted.
+ * often the result is not the nearest one is printed, not asserted. For
+ * every pair of bfloat16 values (2^32), unfused and fused quotients are
+ * the float quotient rounded, bit for bit (any NaN matches any NaN).
  * Skips without a GPU. */
 #include <math.h>
 #include <stdint.h>
@@ -149,12 +151,86 @@ static void every_pattern(enum fn fn, mlx_dtype t, const char *tn) {
   mlx_closure_free(plain), mlx_closure_free(cf);
 }
 
+/* Elements where a and b (bfloat16) differ in bits, NaNs aside. */
+static long differing(mlx_array a, mlx_array b) {
+  mlx_stream s = gpu_stream;
+  mlx_array ua = mlx_array_new(), ub = mlx_array_new(), eq = mlx_array_new(), na = mlx_array_new(),
+            nb = mlx_array_new(), nn = mlx_array_new(), ok = mlx_array_new(), bad = mlx_array_new(),
+            bi = mlx_array_new(), cnt = mlx_array_new();
+  int64_t c = -1;
+  if (!mlx_view(&ua, a, MLX_UINT16, s) && !mlx_view(&ub, b, MLX_UINT16, s) &&
+      !mlx_equal(&eq, ua, ub, s) && !mlx_isnan(&na, a, s) && !mlx_isnan(&nb, b, s) &&
+      !mlx_logical_and(&nn, na, nb, s) && !mlx_logical_or(&ok, eq, nn, s) &&
+      !mlx_logical_not(&bad, ok, s) && !mlx_astype(&bi, bad, MLX_INT64, s) &&
+      !mlx_sum(&cnt, bi, false, s) && !mlx_array_eval(cnt))
+    mlx_array_item_int64(&c, cnt);
+  mlx_array tmp[] = {ua, ub, eq, na, nb, nn, ok, bad, bi, cnt};
+  for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+  return (long)c;
+}
+
+static int div_body(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), y = mlx_array_new(), z = mlx_array_new(), q = mlx_array_new(),
+            o = mlx_array_new();
+  mlx_vector_array_get(&x, in, 0), mlx_vector_array_get(&y, in, 1), mlx_vector_array_get(&z, in, 2);
+  mlx_divide(&q, x, y, gpu_stream);
+  mlx_add(&o, q, z, gpu_stream);
+  mlx_vector_array_set_value(res, o);
+  mlx_array_free(x), mlx_array_free(y), mlx_array_free(z), mlx_array_free(q), mlx_array_free(o);
+  return 0;
+}
+
+/* x: all 65536 patterns as a column; y: 4096 of them at a time as a row. */
+static void div_every_pair(void) {
+  mlx_stream s = gpu_stream;
+  int n = 65536, chunk = 4096, xs[2] = {n, 1}, ys[2] = {1, chunk};
+  uint16_t *bits = malloc(sizeof(uint16_t) * (size_t)n);
+  for (int i = 0; i < n; i++) bits[i] = (uint16_t)i;
+  mlx_array ux = mlx_array_new_data(bits, xs, 2, MLX_UINT16), x = mlx_array_new(),
+            xf = mlx_array_new(), zf = mlx_array_new_float(-0.0f), z = mlx_array_new();
+  CHECK_OK(mlx_view(&x, ux, MLX_BFLOAT16, s));
+  CHECK_OK(mlx_astype(&xf, x, MLX_FLOAT32, s));
+  CHECK_OK(mlx_astype(&z, zf, MLX_BFLOAT16, s));
+  mlx_closure plain = mlx_closure_new_func(div_body), cf = mlx_closure_new();
+  CHECK_OK(mlx_compile(&cf, plain, false));
+  long bad_unfused = 0, bad_fused = 0;
+  for (int c = 0; c < n / chunk; c++) {
+    mlx_array uy = mlx_array_new_data(bits + (size_t)c * chunk, ys, 2, MLX_UINT16), y = mlx_array_new(),
+              yf = mlx_array_new(), qf = mlx_array_new(), want = mlx_array_new(), got = mlx_array_new(),
+              fused = mlx_array_new();
+    CHECK_OK(mlx_view(&y, uy, MLX_BFLOAT16, s));
+    CHECK_OK(mlx_astype(&yf, y, MLX_FLOAT32, s));
+    CHECK_OK(mlx_divide(&qf, xf, yf, s));
+    CHECK_OK(mlx_astype(&want, qf, MLX_BFLOAT16, s));
+    CHECK_OK(mlx_divide(&got, x, y, s));
+    mlx_array ins[3] = {x, y, z};
+    mlx_vector_array in = mlx_vector_array_new_data(ins, 3), out = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&out, cf, in));
+    CHECK_OK(mlx_vector_array_get(&fused, out, 0));
+    if (c == 0) CHECK_MSG(has_fused(fused.ctx, 0), "bfloat16 divide: the compiled one is not fused");
+    bad_unfused += differing(got, want);
+    bad_fused += differing(fused, want);
+    mlx_array tmp[] = {uy, y, yf, qf, want, got, fused};
+    for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+    mlx_vector_array_free(in), mlx_vector_array_free(out);
+  }
+  CHECK_MSG(bad_unfused == 0, "bfloat16 divide: %ld of 2^32 quotients differ from float's rounded",
+            bad_unfused);
+  CHECK_MSG(bad_fused == 0, "bfloat16 divide, fused: %ld of 2^32 quotients differ from float's rounded",
+            bad_fused);
+  free(bits);
+  mlx_array tmp[] = {ux, x, xf, zf, z};
+  for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+  mlx_closure_free(plain), mlx_closure_free(cf);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   every_pattern(FN_EXP, MLX_BFLOAT16, "bfloat16");
   every_pattern(FN_EXP, MLX_FLOAT16, "float16");
   every_pattern(FN_ERF, MLX_BFLOAT16, "bfloat16");
   every_pattern(FN_ERF, MLX_FLOAT16, "float16"); /* erff, rounded: the same property */
+  div_every_pair();
   mlx_stream_free(gpu_stream);
   return test_done();
 }
