@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,13 +99,16 @@ static int test_randint(int lo, int hi) { /* [lo, hi] */
 /* The stream tests compute on: the CPU's, or with LACE_TEST_DEVICE=gpu
  * the default GPU stream (to run a CPU test's cases on a GPU; where there
  * is no GPU the test then fails at its first op, with the error). */
+static mlx_stream test_stream_s; /* made once, shared by a test's threads */
+static void test_stream_make(void) {
+  const char *d = getenv("LACE_TEST_DEVICE");
+  test_stream_s = d && strcmp(d, "gpu") == 0 ? mlx_default_gpu_stream_new()
+                                             : mlx_default_cpu_stream_new();
+}
 static mlx_stream test_stream(void) {
-  static mlx_stream s; /* tests are single-threaded unless they say so */
-  if (!s.ctx) {
-    const char *d = getenv("LACE_TEST_DEVICE");
-    s = d && strcmp(d, "gpu") == 0 ? mlx_default_gpu_stream_new() : mlx_default_cpu_stream_new();
-  }
-  return s;
+  static pthread_once_t once = PTHREAD_ONCE_INIT; /* threads' first calls may race */
+  pthread_once(&once, test_stream_make);
+  return test_stream_s;
 }
 
 /* A float32 array of the given shape filled with uniform values in [lo, hi). */
