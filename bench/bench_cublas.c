@@ -1,11 +1,16 @@
 /* matmul on the GPU against cuBLAS called directly, side by side in one
- * run: lace's mlx_matmul on a GPU stream (median wall time of building
- * the node and mlx_eval, which waits for the GPU), cublasGemmEx with its
- * default algorithm and cublasLtMatmul with cuBLASLt's first heuristic
- * answer (both timed with CUDA events around one call, median), on the
- * same random operands. Prints "cublas-case" lines and the ratio lace /
- * best direct call. Built without CUDA, or run without a GPU, it says so
- * and exits 0. */
+ * run: lace's mlx_matmul on a GPU stream, cublasGemmEx with its default
+ * algorithm and cublasLtMatmul with cuBLASLt's first heuristic answer, on
+ * the same random operands, two ways:
+ *   one call: lace's median wall time of building the node and mlx_eval
+ *     (which waits for the GPU); the direct calls' median of CUDA events
+ *     around one call;
+ *   pipelined: PIPE products queued back to back (lace: mlx_async_eval
+ *     each, one mlx_synchronize; direct: events around the PIPE calls),
+ *     time per product: what a loop of products costs once the host keeps
+ *     ahead of the GPU.
+ * Prints "cublas-case" lines and the ratios lace / best direct call.
+ * Built without CUDA, or run without a GPU, it says so and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 #include <cuda_runtime_api.h>
 
 #define REPS 15
+#define PIPE 16
 #define WS ((size_t)32 << 20)
 
 static int cmp_float(const void *a, const void *b) {
@@ -41,8 +47,9 @@ struct direct {
   cudaEvent_t e0, e1;
 };
 
-/* Median milliseconds of `which` (0: cublasGemmEx, 1: cublasLt), or -1. */
-static float time_direct(struct direct *d, int which) {
+/* Median milliseconds of `which` (0: cublasGemmEx, 1: cublasLt) per call
+ * of `batch` calls queued back to back, or -1. */
+static float time_direct(struct direct *d, int which, int batch) {
   float one = 1, zero = 0, ms[REPS];
   cublasLtMatmulDesc_t desc = NULL;
   cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
@@ -66,7 +73,9 @@ static float time_direct(struct direct *d, int which) {
   }
   for (int r = -2; r < REPS; r++) {
     if (r >= 0) cudaEventRecord(d->e0, 0);
-    int st = which == 0
+    int st = 0;
+    for (int b = 0; b < batch && !st; b++)
+      st = which == 0
                  ? (int)cublasGemmEx(d->h, CUBLAS_OP_N, CUBLAS_OP_N, d->n, d->m, d->k, &one, d->b,
                                      d->dt, d->n, d->a, d->dt, d->k, &zero, d->c, d->dt, d->n,
                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
@@ -77,6 +86,7 @@ static float time_direct(struct direct *d, int which) {
       cudaEventRecord(d->e1, 0);
       cudaEventSynchronize(d->e1);
       cudaEventElapsedTime(&ms[r], d->e0, d->e1);
+      ms[r] /= (float)batch;
     }
   }
   qsort(ms, REPS, sizeof ms[0], cmp_float);
@@ -100,6 +110,20 @@ static int lace_matmul(void *arg) {
   return rc;
 }
 
+static int lace_pipelined(void *arg) {
+  (void)arg;
+  int rc = 0;
+  for (int i = 0; i < PIPE && !rc; i++) {
+    mlx_array r = mlx_array_new();
+    mlx_vector_array v = mlx_vector_array_new();
+    rc = mlx_matmul(&r, la_, lb_, gs) || mlx_vector_array_append_value(v, r) ||
+         mlx_async_eval(v);
+    mlx_vector_array_free(v);
+    mlx_array_free(r);
+  }
+  return rc || mlx_synchronize(gs);
+}
+
 static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   const char *tn = t == MLX_FLOAT32 ? "float32" : "bfloat16";
   size_t isz = t == MLX_FLOAT32 ? 4 : 2;
@@ -119,7 +143,8 @@ static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   cudaMalloc(&d->c, (size_t)m * n * isz);
   cudaMemcpy(d->a, ha, na * isz, cudaMemcpyHostToDevice);
   cudaMemcpy(d->b, hb, nb * isz, cudaMemcpyHostToDevice);
-  float gemm = time_direct(d, 0), lt = time_direct(d, 1);
+  float gemm = time_direct(d, 0, 1), lt = time_direct(d, 1, 1);
+  float gemm_p = time_direct(d, 0, PIPE), lt_p = time_direct(d, 1, PIPE);
   cudaFree(d->a), cudaFree(d->b), cudaFree(d->c);
 
   /* lace on the same values (made on the CPU, moved to the GPU once) */
@@ -131,16 +156,22 @@ static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   mlx_astype(&lb_, fb_, t, gs);
   mlx_array_eval(la_);
   mlx_array_eval(lb_);
-  bench_stats st = bench_time(lace_matmul, NULL);
-  double flop = 2.0 * m * n * k;
+  bench_stats st = bench_time(lace_matmul, NULL), sp = bench_time(lace_pipelined, NULL);
+  double flop = 2.0 * m * n * k, pm = sp.median / PIPE;
   double best = gemm > 0 && (lt <= 0 || gemm < lt) ? gemm : lt;
-  if (st.failed)
+  double best_p = gemm_p > 0 && (lt_p <= 0 || gemm_p < lt_p) ? gemm_p : lt_p;
+  if (st.failed || sp.failed)
     printf("cublas-case %dx%dx%d %s lace failed: %s\n", m, k, n, tn, bench_last_error);
   else
-    printf("cublas-case %dx%dx%d %s lace_ms=%.4f gemmex_ms=%.4f lt_ms=%.4f lace_TFLOPs=%.1f "
-           "best_direct_TFLOPs=%.1f lace/best=%.3f\n",
+    printf("cublas-case %dx%dx%d %s one call: lace_ms=%.4f gemmex_ms=%.4f lt_ms=%.4f "
+           "lace_TFLOPs=%.1f best_direct_TFLOPs=%.1f lace/best=%.3f; pipelined x%d: "
+           "lace_ms=%.4f gemmex_ms=%.4f lt_ms=%.4f lace_TFLOPs=%.1f best_direct_TFLOPs=%.1f "
+           "lace/best=%.3f\n",
            m, k, n, tn, st.median * 1e3, gemm, lt, flop / st.median / 1e12,
-           best > 0 ? flop / (best * 1e-3) / 1e12 : 0.0, best > 0 ? best * 1e-3 / st.median : 0.0);
+           best > 0 ? flop / (best * 1e-3) / 1e12 : 0.0, best > 0 ? best * 1e-3 / st.median : 0.0,
+           PIPE, pm * 1e3, gemm_p, lt_p, flop / pm / 1e12,
+           best_p > 0 ? flop / (best_p * 1e-3) / 1e12 : 0.0,
+           best_p > 0 ? best_p * 1e-3 / pm : 0.0);
   mlx_array_free(fa_), mlx_array_free(fb_), mlx_array_free(la_), mlx_array_free(lb_);
   free(fa), free(fb), free(ha), free(hb);
 }

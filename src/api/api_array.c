@@ -203,8 +203,16 @@ int mlx_eval(const mlx_vector_array outputs) {
   return rc;
 }
 
-/* Evaluation is synchronous on the CPU; async_eval is eval. */
-int mlx_async_eval(const mlx_vector_array outputs) { return mlx_eval(outputs); }
+/* As eval, but returns once the GPU work is queued (CPU work is done in
+ * the call); host reads of the results wait for it. */
+int mlx_async_eval(const mlx_vector_array outputs) {
+  struct lc_node **nodes;
+  size_t n;
+  if (lc_api_vector_nodes("mlx_async_eval", outputs, &nodes, &n)) return 1;
+  int rc = lc_eval_async(nodes, n);
+  free(nodes);
+  return rc;
+}
 
 /* ---- host access ---- */
 

@@ -1,5 +1,6 @@
 #include "core/graph.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "core/error.h"
@@ -12,6 +13,11 @@
 static _Thread_local int eval_forbidden;
 static _Thread_local int keep_graph;
 static _Thread_local int trace_depth;
+/* Bit d: GPU d has been handed work by lc_eval_async (never cleared: a
+ * clear could race with another thread's queueing). Once set, eval of an
+ * array already evaluated on that GPU waits for it, as MLX's eval waits on
+ * an array whose async_eval is still running. */
+static atomic_uint async_gpus;
 
 void lc_trace_enter(void) { trace_depth++; }
 void lc_trace_leave(void) { trace_depth--; }
@@ -145,10 +151,26 @@ static int eval_node(struct lc_node *n, int *gpu) {
   return p->eval_cpu(n);
 }
 
-int lc_eval(struct lc_node *const *outs, size_t nout) {
+/* Waits for the GPUs that hold outs and were handed async work. 0, or 1
+ * after reporting. Never while a CUDA graph is captured (no waiting there). */
+static int wait_async(struct lc_node *const *outs, size_t nout) {
+  unsigned pend = atomic_load_explicit(&async_gpus, memory_order_acquire), done = 0;
+  if (!pend || lc_host_reads_refused > 0) return 0;
+  for (size_t i = 0; i < nout; i++) {
+    const struct lc_buffer *b = outs[i]->buf;
+    if (!b->dev_data || b->dev < 0 || b->dev >= 32) continue;
+    unsigned bit = 1u << b->dev;
+    if (!(pend & bit) || (done & bit)) continue;
+    done |= bit;
+    if (lc_gpu_sync(b->dev)) return 1;
+  }
+  return 0;
+}
+
+static int eval_tape(struct lc_node *const *outs, size_t nout, bool wait) {
   size_t pending = 0;
   for (size_t i = 0; i < nout; i++) pending += !outs[i]->buf;
-  if (!pending) return 0;
+  if (!pending) return wait ? wait_async(outs, nout) : 0;
   struct lc_tape tape;
   if (lc_graph_tape(outs, nout, 0, &tape)) return 1;
   for (size_t i = 0; eval_forbidden > 0 && i < tape.len; i++)
@@ -184,9 +206,17 @@ int lc_eval(struct lc_node *const *outs, size_t nout) {
     if (!keep_graph) lc_node_detach(n);
   }
   /* eval returns when the work is done (MLX's eval waits, async_eval
-   * would not); one GPU per graph until multi-GPU graphs exist */
-  if (gpu != LC_DEV_CPU && lc_gpu_sync(gpu)) rc = 1;
+   * does not); one GPU per graph until multi-GPU graphs exist */
+  if (wait && gpu != LC_DEV_CPU && lc_gpu_sync(gpu)) rc = 1;
+  if (!wait && gpu >= 0 && gpu < 32)
+    atomic_fetch_or_explicit(&async_gpus, 1u << gpu, memory_order_release);
   for (size_t i = 0; i < nout; i++) lc_node_release(outs[i]);
   free(tape.nodes);
   return rc;
+}
+
+int lc_eval(struct lc_node *const *outs, size_t nout) { return eval_tape(outs, nout, true); }
+
+int lc_eval_async(struct lc_node *const *outs, size_t nout) {
+  return eval_tape(outs, nout, false);
 }

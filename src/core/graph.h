@@ -32,6 +32,10 @@ int lc_graph_walk(struct lc_node *const *outs, size_t nout,
 
 /* Evaluates outs (any may already be evaluated). 0, or 1 after reporting. */
 int lc_eval(struct lc_node *const *outs, size_t nout);
+/* lc_eval without the final wait: GPU work may still be queued when it
+ * returns (mlx_async_eval). Reading a result on the host (a download)
+ * waits for it; errors of queued kernels surface at that wait. */
+int lc_eval_async(struct lc_node *const *outs, size_t nout);
 
 /* Hook for transforms: while > 0 on this thread, lc_eval refuses to
  * evaluate anything that depends on a placeholder (placeholders have no
