@@ -111,4 +111,29 @@ static void gpu_same_bits(const char *file, int line, mlx_array got, mlx_array w
   free(w);
 }
 
+/* How many elements of a and b (same shape, a floating dtype) differ in
+ * their bits, where both being NaN counts as agreeing; counted on the GPU,
+ * for arrays too large to copy back. A failed count is a failed check and
+ * answers 1, so it can never cancel a real mismatch in a sum. */
+static long gpu_count_differing(mlx_array a, mlx_array b) {
+  size_t isz = mlx_array_itemsize(a);
+  mlx_dtype ut = isz == 2 ? MLX_UINT16 : isz == 4 ? MLX_UINT32 : MLX_UINT64;
+  mlx_stream s = gpu_stream;
+  mlx_array ua = mlx_array_new(), ub = mlx_array_new(), eq = mlx_array_new(), na = mlx_array_new(),
+            nb = mlx_array_new(), nn = mlx_array_new(), ok = mlx_array_new(), bad = mlx_array_new(),
+            sum = mlx_array_new(), cnt = mlx_array_new();
+  int64_t c = -1;
+  /* sum the booleans, then widen the one total (not one int64 per element) */
+  if (!mlx_view(&ua, a, ut, s) && !mlx_view(&ub, b, ut, s) && !mlx_equal(&eq, ua, ub, s) &&
+      !mlx_isnan(&na, a, s) && !mlx_isnan(&nb, b, s) && !mlx_logical_and(&nn, na, nb, s) &&
+      !mlx_logical_or(&ok, eq, nn, s) && !mlx_logical_not(&bad, ok, s) &&
+      !mlx_sum(&sum, bad, false, s) && !mlx_astype(&cnt, sum, MLX_INT64, s) &&
+      !mlx_array_eval(cnt))
+    mlx_array_item_int64(&c, cnt);
+  CHECK_MSG(c >= 0, "could not count differing elements (%s)", test_last_error);
+  mlx_array tmp[] = {ua, ub, eq, na, nb, nn, ok, bad, sum, cnt};
+  for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
+  return c >= 0 ? (long)c : 1;
+}
+
 #endif

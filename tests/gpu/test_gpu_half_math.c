@@ -147,27 +147,6 @@ static void every_pattern(enum fn fn, mlx_dtype t, const char *tn) {
   mlx_closure_free(plain), mlx_closure_free(cf);
 }
 
-/* Elements where a and b (bfloat16) differ in bits, NaNs aside; a failed
- * count is a failed check (and counts as one element). */
-static long differing(mlx_array a, mlx_array b) {
-  mlx_stream s = gpu_stream;
-  mlx_array ua = mlx_array_new(), ub = mlx_array_new(), eq = mlx_array_new(), na = mlx_array_new(),
-            nb = mlx_array_new(), nn = mlx_array_new(), ok = mlx_array_new(), bad = mlx_array_new(),
-            sum = mlx_array_new(), cnt = mlx_array_new();
-  int64_t c = -1;
-  /* sum the booleans, then widen the one total (not 2^28 int64 elements) */
-  if (!mlx_view(&ua, a, MLX_UINT16, s) && !mlx_view(&ub, b, MLX_UINT16, s) &&
-      !mlx_equal(&eq, ua, ub, s) && !mlx_isnan(&na, a, s) && !mlx_isnan(&nb, b, s) &&
-      !mlx_logical_and(&nn, na, nb, s) && !mlx_logical_or(&ok, eq, nn, s) &&
-      !mlx_logical_not(&bad, ok, s) && !mlx_sum(&sum, bad, false, s) &&
-      !mlx_astype(&cnt, sum, MLX_INT64, s) && !mlx_array_eval(cnt))
-    mlx_array_item_int64(&c, cnt);
-  CHECK_MSG(c >= 0, "could not count differing elements (%s)", test_last_error);
-  mlx_array tmp[] = {ua, ub, eq, na, nb, nn, ok, bad, sum, cnt};
-  for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
-  return c >= 0 ? (long)c : 1;
-}
-
 static int div_body(mlx_vector_array *res, const mlx_vector_array in) {
   mlx_array x = mlx_array_new(), y = mlx_array_new(), z = mlx_array_new(), q = mlx_array_new(),
             o = mlx_array_new();
@@ -207,8 +186,8 @@ static void div_every_pair(void) {
     CHECK_OK(mlx_closure_apply(&out, cf, in));
     CHECK_OK(mlx_vector_array_get(&fused, out, 0));
     if (c == 0) CHECK_MSG(has_fused(fused.ctx, 0), "bfloat16 divide: the compiled one is not fused");
-    bad_unfused += differing(got, want);
-    bad_fused += differing(fused, want);
+    bad_unfused += gpu_count_differing(got, want);
+    bad_fused += gpu_count_differing(fused, want);
     mlx_array tmp[] = {uy, y, yf, qf, want, got, fused};
     for (size_t k = 0; k < sizeof tmp / sizeof *tmp; k++) mlx_array_free(tmp[k]);
     mlx_vector_array_free(in), mlx_vector_array_free(out);
