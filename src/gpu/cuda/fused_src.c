@@ -98,7 +98,11 @@ static void convert(struct lc_strbuf *s, int from, int to, const char *e) {
 
 /* ---- primitives ---- */
 
-enum { CF = 1, CI = 2, CB = 4 }; /* dtype classes an entry accepts */
+/* dtype classes an entry accepts: float32/float64 (CW), float16 (CH),
+ * bfloat16 (CBH), any float (CF), integers (CI), bool (CB). A table is
+ * searched in order, so an entry for 16-bit floats precedes its op's CF
+ * entry. */
+enum { CW = 1, CH = 2, CBH = 4, CF = CW | CH | CBH, CI = 8, CB = 16 };
 
 struct fk_fn {
   int op;
@@ -111,6 +115,8 @@ static const struct fk_fn unary_fns[] = {
     {LC_OP_ABS, "Abs", CF | CI},           {LC_OP_NEGATIVE, "Neg", CF | CI},
     {LC_OP_SQUARE, "Square", CF | CI},     {LC_OP_SIGN, "Sign", CF | CI},
     {LC_OP_SQRT, "Sqrt", CF},              {LC_OP_RSQRT, "Rsqrt", CF},
+    /* exp and erf rounded to 16 bits: ew_ops.cuh's forms, as ew.cu's unfused kernels */
+    {LC_OP_EXP, "Exp16", CH | CBH},        {LC_OP_ERF, "ErfBf", CBH},
     {LC_OP_EXP, "Exp", CF},                {LC_OP_EXPM1, "Expm1", CF},
     {LC_OP_LOG, "Log", CF},                {LC_OP_LOG1P, "Log1p", CF},
     {LC_OP_LOG2, "Log2", CF},              {LC_OP_LOG10, "Log10", CF},
@@ -153,7 +159,8 @@ static bool is_pred(int op) {
 }
 
 static const char *find_fn(const struct fk_fn *t, size_t n, int op, int dt) {
-  int c = is_float(dt) ? CF : is_int(dt) ? CI : dt == MLX_BOOL ? CB : 0;
+  int c = dt == MLX_FLOAT16 ? CH : dt == MLX_BFLOAT16 ? CBH : is_float(dt) ? CW
+        : is_int(dt) ? CI : dt == MLX_BOOL ? CB : 0;
   for (size_t i = 0; i < n; i++)
     if (t[i].op == op && (t[i].cls & c)) return t[i].fn;
   return NULL;
@@ -209,8 +216,6 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
   if (x->nin == 1) fn = find_fn(unary_fns, sizeof unary_fns / sizeof *unary_fns, x->op, dt);
   if (x->nin == 2) fn = find_fn(binary_fns, sizeof binary_fns / sizeof *binary_fns, x->op, dt);
   if (!fn) return false;
-  if (x->op == LC_OP_EXP && half_like(dt)) fn = "Exp16"; /* as ew.cu's unfused exp and erf */
-  if (x->op == LC_OP_ERF && dt == MLX_BFLOAT16) fn = "ErfBf";
   if (x->nin == 1)
     lc_strbuf_put(s, "%s()(%s)", fn, a[0]);
   else
