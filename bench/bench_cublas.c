@@ -124,6 +124,9 @@ static int lace_pipelined(void *arg) {
   return rc || mlx_synchronize(gs);
 }
 
+/* The faster of two direct timings (-1: failed), or -1. */
+static double best_of(double a, double b) { return a > 0 && (b <= 0 || a < b) ? a : b; }
+
 static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   const char *tn = t == MLX_FLOAT32 ? "float32" : "bfloat16";
   size_t isz = t == MLX_FLOAT32 ? 4 : 2;
@@ -158,8 +161,7 @@ static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   mlx_array_eval(lb_);
   bench_stats st = bench_time(lace_matmul, NULL), sp = bench_time(lace_pipelined, NULL);
   double flop = 2.0 * m * n * k, pm = sp.median / PIPE;
-  double best = gemm > 0 && (lt <= 0 || gemm < lt) ? gemm : lt;
-  double best_p = gemm_p > 0 && (lt_p <= 0 || gemm_p < lt_p) ? gemm_p : lt_p;
+  double best = best_of(gemm, lt), best_p = best_of(gemm_p, lt_p);
   if (st.failed || sp.failed)
     printf("cublas-case %dx%dx%d %s lace failed: %s\n", m, k, n, tn, bench_last_error);
   else

@@ -194,24 +194,22 @@ int mlx_array_eval(mlx_array arr) {
   return lc_eval(&n, 1);
 }
 
-int mlx_eval(const mlx_vector_array outputs) {
+/* Evaluates a vector's arrays for fn; async: lc_eval_async. */
+static int eval_vector(const char *fn, const mlx_vector_array outputs, bool async) {
   struct lc_node **nodes;
   size_t n;
-  if (lc_api_vector_nodes("mlx_eval", outputs, &nodes, &n)) return 1;
-  int rc = lc_eval(nodes, n);
+  if (lc_api_vector_nodes(fn, outputs, &nodes, &n)) return 1;
+  int rc = async ? lc_eval_async(nodes, n) : lc_eval(nodes, n);
   free(nodes);
   return rc;
 }
 
+int mlx_eval(const mlx_vector_array outputs) { return eval_vector("mlx_eval", outputs, false); }
+
 /* As eval, but returns once the GPU work is queued (CPU work is done in
  * the call); host reads of the results wait for it. */
 int mlx_async_eval(const mlx_vector_array outputs) {
-  struct lc_node **nodes;
-  size_t n;
-  if (lc_api_vector_nodes("mlx_async_eval", outputs, &nodes, &n)) return 1;
-  int rc = lc_eval_async(nodes, n);
-  free(nodes);
-  return rc;
+  return eval_vector("mlx_async_eval", outputs, true);
 }
 
 /* ---- host access ---- */

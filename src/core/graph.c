@@ -16,7 +16,9 @@ static _Thread_local int trace_depth;
 /* Bit d: GPU d has been handed work by lc_eval_async (never cleared: a
  * clear could race with another thread's queueing). Once set, eval of an
  * array already evaluated on that GPU waits for it, as MLX's eval waits on
- * an array whose async_eval is still running. */
+ * an array whose async_eval is still running. On GPUs from ASYNC_GPUS on,
+ * async_eval waits as eval does. */
+#define ASYNC_GPUS 32
 static atomic_uint async_gpus;
 
 void lc_trace_enter(void) { trace_depth++; }
@@ -151,14 +153,17 @@ static int eval_node(struct lc_node *n, int *gpu) {
   return p->eval_cpu(n);
 }
 
-/* Waits for the GPUs that hold outs and were handed async work. 0, or 1
- * after reporting. Never while a CUDA graph is captured (no waiting there). */
-static int wait_async(struct lc_node *const *outs, size_t nout) {
+/* The waits of eval: for GPU `ran` (the one this tape ran on, or
+ * LC_DEV_CPU), and for every other GPU that holds one of outs and was
+ * handed async work (outs evaluated earlier by async_eval). 0, or 1 after
+ * reporting. Never while a CUDA graph is captured (no waiting there). */
+static int wait_outputs(struct lc_node *const *outs, size_t nout, int ran) {
+  if (ran != LC_DEV_CPU && lc_gpu_sync(ran)) return 1;
   unsigned pend = atomic_load_explicit(&async_gpus, memory_order_acquire), done = 0;
   if (!pend || lc_host_reads_refused > 0) return 0;
   for (size_t i = 0; i < nout; i++) {
     const struct lc_buffer *b = outs[i]->buf;
-    if (!b->dev_data || b->dev < 0 || b->dev >= 32) continue;
+    if (!b || !b->dev_data || b->dev == ran || b->dev < 0 || b->dev >= ASYNC_GPUS) continue;
     unsigned bit = 1u << b->dev;
     if (!(pend & bit) || (done & bit)) continue;
     done |= bit;
@@ -170,7 +175,7 @@ static int wait_async(struct lc_node *const *outs, size_t nout) {
 static int eval_tape(struct lc_node *const *outs, size_t nout, bool wait) {
   size_t pending = 0;
   for (size_t i = 0; i < nout; i++) pending += !outs[i]->buf;
-  if (!pending) return wait ? wait_async(outs, nout) : 0;
+  if (!pending) return wait ? wait_outputs(outs, nout, LC_DEV_CPU) : 0;
   struct lc_tape tape;
   if (lc_graph_tape(outs, nout, 0, &tape)) return 1;
   for (size_t i = 0; eval_forbidden > 0 && i < tape.len; i++)
@@ -207,9 +212,11 @@ static int eval_tape(struct lc_node *const *outs, size_t nout, bool wait) {
   }
   /* eval returns when the work is done (MLX's eval waits, async_eval
    * does not); one GPU per graph until multi-GPU graphs exist */
-  if (wait && gpu != LC_DEV_CPU && lc_gpu_sync(gpu)) rc = 1;
-  if (!wait && gpu >= 0 && gpu < 32)
+  if (wait || gpu >= ASYNC_GPUS) {
+    if (wait_outputs(outs, nout, gpu)) rc = 1;
+  } else if (gpu != LC_DEV_CPU) {
     atomic_fetch_or_explicit(&async_gpus, 1u << gpu, memory_order_release);
+  }
   for (size_t i = 0; i < nout; i++) lc_node_release(outs[i]);
   free(tape.nodes);
   return rc;
