@@ -65,6 +65,18 @@ bool lc_gpu_multi_stream(int dev);
 /* Waits for the work queued on one slot of dev. */
 int lc_gpu_sync_slot(int dev, int slot);
 
+/* Arrival counters for kernels that split work over blocks and let the
+ * last block of each piece finish it (gpu/cuda/gemv.cu): *n zeroed uint32
+ * in device memory, one array per device and slot (made on first use,
+ * kept for the process, not counted as active memory). Only kernels
+ * queued on that slot use it, so they run one after another and each
+ * leaves every counter zero. While capturing, the array of slot 0 (where
+ * graphs are replayed), or NULL when it does not exist yet; NULL (*n 0)
+ * also without a GPU or when it cannot be made: the caller then finishes
+ * its split without counters. */
+#define LC_GPU_TILE_COUNTERS 65536
+unsigned *lc_gpu_tile_counters(int dev, size_t *n);
+
 /* Matrix products that lace's GEMV kernels (gpu/cuda/gemv.cu) have queued
  * since the process started, so that tests can tell them from cuBLAS's.
  * An evaluation replayed from a CUDA graph runs no evaluator and is not

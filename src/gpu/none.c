@@ -45,6 +45,11 @@ void *lc_gpu_stream(int dev) {
   return NULL;
 }
 unsigned long lc_gpu_gemv_launches(void) { return 0; }
+unsigned *lc_gpu_tile_counters(int dev, size_t *n) {
+  (void)dev;
+  *n = 0;
+  return NULL;
+}
 int lc_gpu_slot_of(int index) {
   (void)index;
   return 0;

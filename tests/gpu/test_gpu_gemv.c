@@ -3,7 +3,8 @@
  * float32, float16 and bfloat16, both layouts of b (row-major weights and
  * transposed ones, as for tied embeddings), M from 1 to 9, batches folded
  * into rows, strided rows of a, layouts without 16-byte loads (which go
- * to cuBLAS), and K large enough that slices of k are split over blocks.
+ * to cuBLAS), and K large enough that slices of k are split over blocks
+ * (added by a second kernel or by each tile's last block: the same bits).
  * That the results were made on the GPU, by the GEMV kernels exactly for
  * the cases meant for them (lc_gpu_gemv_launches) and never with
  * LACE_CUDA_GEMV=0; device memory back to its baseline. Skips without a
@@ -86,6 +87,20 @@ static void gemv_case(mlx_dtype t, int abatch, int M, int K, int N, bool tb, int
   CHECK_OK(mlx_matmul(&c, a, b, test_stream()));
   CHECK_MSG(made_on_gpu(g), "%s: not made on the GPU", what);
   CHECK_MSG(made_on_gpu(cb), "%s: cuBLAS result not made on the GPU", what);
+  /* a split's slices added by a second kernel or by each tile's last block:
+   * the same bits, twice in a row (the counters are back at zero) */
+  for (int f = 0; f < 3; f++) {
+    mlx_array gf = mlx_array_new();
+    setenv("LACE_CUDA_GEMV_FINISH", f == 1 ? "kernel" : "last", 1);
+    CHECK_OK(mlx_matmul(&gf, a, b, gpu_stream));
+    CHECK_OK(mlx_array_eval(gf));
+    unsetenv("LACE_CUDA_GEMV_FINISH");
+    long d = gpu_count_differing(g, gf);
+    CHECK_MSG(d == 0, "%s: %ld elements differ with LACE_CUDA_GEMV_FINISH=%s", what, d,
+              f == 1 ? "kernel" : "last");
+    mlx_array_free(gf);
+  }
+  gemv_delta();
   double tol = tol_of(t, K);
   CHECK_SAME(g, c, tol, tol, what);
   CHECK_SAME(g, cb, tol, tol, what);

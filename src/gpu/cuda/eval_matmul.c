@@ -168,6 +168,22 @@ static bool gemv_disabled(void) {
   return e && strcmp(e, "0") == 0;
 }
 
+/* How a GEMV split over slices of k adds them (LACE_CUDA_GEMV_FINISH, read
+ * at each product): "kernel" (the default), a second kernel; "last", the
+ * last block of each tile, in the same kernel. The same bits either way. */
+static bool gemv_finish_last(void) {
+  const char *e = getenv("LACE_CUDA_GEMV_FINISH");
+  return e && strcmp(e, "last") == 0;
+}
+
+/* The arrival counters for a split product (gemv_finish_last). */
+static unsigned *gemv_counters(int dev, int64_t *n) {
+  size_t cn = 0;
+  unsigned *c = gemv_finish_last() ? lc_gpu_tile_counters(dev, &cn) : NULL;
+  *n = (int64_t)cn;
+  return c;
+}
+
 /* Products the GEMV kernels have queued (lc_gpu_gemv_launches). */
 static atomic_ulong gemv_launches;
 
@@ -204,6 +220,7 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   int rc = lc_cu_gemv_plan(&g, &part);
   if (rc == LC_CU_UNSUPPORTED) return rc;
   if (!rc && part && !(g.part = lc_gpu_malloc(part, n->dev))) return 1;
+  if (part) g.done = gemv_counters(n->dev, &g.ndone);
   if (!rc) rc = lc_cu_gemv(&g, lc_gpu_stream(n->dev));
   /* stream-ordered: reused only by work queued after the kernels reading it */
   if (g.part) lc_gpu_free(g.part, part, n->dev);
@@ -397,6 +414,7 @@ static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp
   int rc = lc_cu_gemv_group_plan(&g, &part);
   if (rc == LC_CU_UNSUPPORTED) return rc;
   if (!rc && part && !(g.part = lc_gpu_malloc(part, n->dev))) return 1;
+  if (part) g.done = gemv_counters(n->dev, &g.ndone);
   if (!rc) rc = lc_cu_gemv_group(&g, lc_gpu_stream(n->dev));
   if (g.part) lc_gpu_free(g.part, part, n->dev);
   if (rc == 0) {

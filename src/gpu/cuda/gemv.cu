@@ -12,8 +12,12 @@
 //    kMaxCluster slices form one thread block cluster: the first block of
 //    the cluster adds the others' float sums, read from their shared memory,
 //    in slice order, and writes the result (one kernel). More slices than
-//    that write float partial sums that a second kernel adds in slice
-//    order. Either way the result does not depend on scheduling.
+//    that write float partial sums, added in slice order either by a
+//    second kernel or, given arrival counters (lc_cu_gemv's done), by the
+//    block of each tile that arrives last (one kernel: it counts the tile's
+//    finished slices, and the last one adds them all and puts the count
+//    back to zero). Either way the result does not depend on scheduling,
+//    and all three give the same bits for the same slices.
 //  - cols: b(k, n) at b[n * ldb + k] (x @ W^T with W row-major, as for tied
 //    embeddings). One warp per column: a dot product of contiguous rows.
 // a: row m at a[m * lda], contiguous along k, in both. With c, the result
@@ -55,6 +59,38 @@ template <class T> __device__ __forceinline__ void load_vec(const T *p, float *v
   for (int i = 0; i < Vec<T>::n; i++) v[i] = lc_ld(e[i]);
 }
 
+// The one-kernel split's end, in every block of a tile after its slice's
+// sums are in part: the block that raises the tile's count to the number
+// of slices (gridDim.y) adds all of them in slice order, as gemv_finish
+// does, writes out and leaves the count zero for the next launch. Kernels
+// using one counter array are ordered (one stream; gpu.h), so the count
+// starts at zero. The fence makes each block's sums visible before its
+// arrival is counted; the last block reads them through L2 (__ldcg), where
+// the other blocks' stores went, never from its own L1.
+template <class T>
+__device__ __forceinline__ void add_slices_if_last(const float *part, T *out, const T *addend,
+                                                   int64_t ldc, int M, int64_t N, int64_t tile,
+                                                   unsigned *count) {
+  constexpr int V = Vec<T>::n;
+  __shared__ bool last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(count, 1u) == gridDim.y - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const int64_t MN = (int64_t)M * N;
+  for (int j = threadIdx.x; j < kColLanes * M * V; j += blockDim.x) {
+    const int c = j / (M * V), mi = j % (M * V), m = mi / V, i = mi % V;
+    const int64_t n = (tile * kColLanes + c) * V + i;
+    if (n >= N) continue;
+    float s = 0.f;
+    for (unsigned z = 0; z < gridDim.y; z++) s += __ldcg(part + z * MN + m * N + n);
+    out[m * N + n] = result(s, addend, m * ldc + n);
+  }
+  if (threadIdx.x == 0) *count = 0;
+}
+
 // Rows layout. Grid: (column tiles of kColLanes vectors, ksplit). Block z
 // slice: rows [k0, k1). Cluster: the ksplit blocks of a tile are one
 // cluster (1, ksplit, 1), whose rank 0 writes out. Otherwise part: nullptr
@@ -67,7 +103,8 @@ __device__ __forceinline__ void gemv_rows_body(const T *__restrict__ a, int64_t 
                                                const T *__restrict__ b, int64_t ldb, T *out,
                                                float *__restrict__ part, const T *addend,
                                                int64_t ldc, int M, int64_t N, int64_t K,
-                                               int64_t kchunk, int64_t tile) {
+                                               int64_t kchunk, int64_t tile,
+                                               unsigned *__restrict__ done) {
   constexpr int V = Vec<T>::n;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int cl = lane % kColLanes, rl = lane / kColLanes;
@@ -137,6 +174,8 @@ __device__ __forceinline__ void gemv_rows_body(const T *__restrict__ a, int64_t 
       else out[m * N + n] = result(s, addend, m * ldc + n);
     }
   }
+  if constexpr (!Cluster)
+    if (part && done) add_slices_if_last(part, out, addend, ldc, M, N, tile, done + blockIdx.x);
   if constexpr (Cluster) {
     cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     cluster.sync();
@@ -159,10 +198,10 @@ template <class T, int MT, bool Cluster>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_rows(const T *__restrict__ a, int64_t lda, const T *__restrict__ b, int64_t ldb,
               T *out, float *__restrict__ part, const T *addend, int64_t ldc, int M,
-              int64_t N, int64_t K, int64_t kchunk) {
+              int64_t N, int64_t K, int64_t kchunk, unsigned *done) {
   lc_pdl_begin();
   gemv_rows_body<T, MT, Cluster>(a, lda, b, ldb, out, part, addend, ldc, M, N, K, kchunk,
-                                 blockIdx.x);
+                                 blockIdx.x, done);
 }
 
 // A group of products sharing a (rows layout, one k split): their column
@@ -187,11 +226,11 @@ template <class T> __device__ __forceinline__ int seg_of(const Segs<T> &s, const
 template <class T, int MT>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_rows_group(const T *__restrict__ a, int64_t lda, const Segs<T> s, float *part, int M,
-                    int64_t K, int64_t kchunk) {
+                    int64_t K, int64_t kchunk, unsigned *done) {
   lc_pdl_begin();
   const int g = seg_of(s, s.tile0, blockIdx.x);
   gemv_rows_body<T, MT, false>(a, lda, s.b[g], s.ldb[g], s.out[g], part ? part + s.part0[g] : nullptr,
-                               nullptr, 0, M, s.N[g], K, kchunk, blockIdx.x - s.tile0[g]);
+                               nullptr, 0, M, s.N[g], K, kchunk, blockIdx.x - s.tile0[g], done);
 }
 
 // out_g[j] = the sum over the ksplit slices of segment g's partial sums,
@@ -314,6 +353,7 @@ int vec_of(int dt) {
 struct Plan {
   int64_t tiles, ksplit, kchunk;
   bool cluster;
+  bool one_kernel; // a split's sums added by each tile's last block (done counters)
 };
 
 // Slices of k for `tiles` column tiles: about fill_per_sm() blocks per SM,
@@ -348,6 +388,7 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
   p->ksplit = 1;
   p->kchunk = g->K;
   p->cluster = false;
+  p->one_kernel = false;
   if (g->b_cols) {
     p->tiles = (g->N + kWarps - 1) / kWarps;
     return p->tiles > 0x7fffffff ? LC_CU_UNSUPPORTED : 0;
@@ -373,6 +414,7 @@ int plan(const struct lc_cu_gemv *g, Plan *p) {
   set_chunks(p, g->K, ksplit);
   // the rounding of kchunk can leave fewer slices; a cluster of one is a block
   if (p->ksplit <= 1) p->cluster = false;
+  p->one_kernel = p->ksplit > 1 && !p->cluster && g->done && p->tiles <= g->ndone;
   return 0;
 }
 
@@ -393,11 +435,14 @@ cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
   if (p.cluster)
     return lc_launch_cluster(gemv_rows<T, MT, true>, grid, block, 0, st,
                              dim3(1, (unsigned)p.ksplit, 1), a, g->lda, b, g->ldb, out,
-                             (float *)nullptr, c, g->ldc, g->M, g->N, g->K, p.kchunk);
+                             (float *)nullptr, c, g->ldc, g->M, g->N, g->K, p.kchunk,
+                             (unsigned *)nullptr);
   float *part = p.ksplit > 1 ? g->part : nullptr;
+  unsigned *done = part && p.one_kernel ? g->done : nullptr;
   cudaError_t e = lc_launch(gemv_rows<T, MT, false>, grid, block, 0, st, a, g->lda, b, g->ldb, out,
-                            part, part ? nullptr : c, g->ldc, g->M, g->N, g->K, p.kchunk);
-  if (e != cudaSuccess || !part) return e;
+                            part, part && !done ? nullptr : c, g->ldc, g->M, g->N, g->K,
+                            p.kchunk, done);
+  if (e != cudaSuccess || !part || done) return e;
   int64_t mn = (int64_t)g->M * g->N;
   return lc_launch(gemv_finish<T>, dim3((unsigned)((mn + 255) / 256)), dim3(256), 0, st, part, out,
                    c, g->ldc, g->N, mn, (int)p.ksplit);
@@ -440,6 +485,7 @@ int plan_group(const struct lc_cu_gemv_group *g, Plan *p, int64_t *tiles_of) {
   }
   if (p->ksplit > 1 && !cluster_disabled()) return LC_CU_UNSUPPORTED;
   p->cluster = false;
+  p->one_kernel = p->ksplit > 1 && g->done && p->tiles <= g->ndone;
   return 0;
 }
 
@@ -470,10 +516,11 @@ cudaError_t launch_group(const struct lc_cu_gemv_group *g, const Plan &p, const 
   s.tile0[g->n] = t0;
   s.mn0[g->n] = mn0;
   float *part = p.ksplit > 1 ? g->part : nullptr;
+  unsigned *done = part && p.one_kernel ? g->done : nullptr;
   cudaError_t e = lc_launch(gemv_rows_group<T, MT>, dim3((unsigned)p.tiles, (unsigned)p.ksplit),
                             dim3(kWarps * 32), 0, st, (const T *)g->a, g->lda, s, part, g->M,
-                            g->K, p.kchunk);
-  if (e != cudaSuccess || !part) return e;
+                            g->K, p.kchunk, done);
+  if (e != cudaSuccess || !part || done) return e;
   return lc_launch(gemv_finish_group<T>, dim3((unsigned)((mn0 + 255) / 256)), dim3(256), 0, st,
                    (const float *)part, s, (int)p.ksplit);
 }

@@ -95,8 +95,12 @@ int lc_cu_argreduce_rows(int is_max, int dt, int64_t rows, int64_t len, const vo
  * in a scratch the caller supplies (part): lc_cu_gemv_plan gives its size
  * (0: none) and the same checks' answer as lc_cu_gemv for the same g; the
  * caller frees it after lc_cu_gemv (stream-ordered), so that a failed
- * allocation is reported once, by the allocator. An optional c (dtype dt)
- * is added to the rounded product, as an add after it would. */
+ * allocation is reported once, by the allocator. With done (ndone zeroed
+ * counters that only kernels queued in order use: lc_gpu_tile_counters),
+ * a split with at most ndone column tiles is added by its last block
+ * instead of a second kernel, bit for bit the same; the counters are zero
+ * again when the kernel ends. An optional c (dtype dt) is added to the
+ * rounded product, as an add after it would. */
 #define LC_CU_GEMV_MAX_M 8
 struct lc_cu_gemv {
   int dt, dev;
@@ -108,6 +112,8 @@ struct lc_cu_gemv {
   float *part; /* at least lc_cu_gemv_plan's *part bytes of device memory */
   const void *c; /* NULL, or out[m, n] = round(a b) + c[m * ldc + n], added in dt (may be out) */
   int64_t ldc;
+  unsigned *done; /* NULL, or ndone arrival counters */
+  int64_t ndone;
 };
 int lc_cu_gemv_plan(const struct lc_cu_gemv *g, size_t *part);
 int lc_cu_gemv(const struct lc_cu_gemv *g, void *stream);
@@ -125,6 +131,8 @@ struct lc_cu_gemv_group {
   int64_t ldb[LC_CU_GEMV_GROUP], N[LC_CU_GEMV_GROUP];
   void *out[LC_CU_GEMV_GROUP];
   float *part;
+  unsigned *done; /* as lc_cu_gemv's, for the group's tiles in all */
+  int64_t ndone;
 };
 int lc_cu_gemv_group_plan(const struct lc_cu_gemv_group *g, size_t *part);
 int lc_cu_gemv_group(const struct lc_cu_gemv_group *g, void *stream);

@@ -563,6 +563,35 @@ int lc_gpu_sync_all(void) {
   return rc;
 }
 
+/* Made on first use, under the lock; kept for the process. */
+static unsigned *tile_counters[MAX_GPUS][LC_GPU_SLOTS];
+
+unsigned *lc_gpu_tile_counters(int dev, size_t *n) {
+  *n = 0;
+  if (dev < 0 || dev >= lc_gpu_count()) return NULL;
+  bool capturing = capture.stream && dev == capture.dev;
+  /* a captured graph is replayed on slot 0 (graphs only while a device has
+   * used no other slot) */
+  int slot = capturing ? 0 : lc_gpu_current_slot(dev);
+  pthread_mutex_lock(&lock);
+  unsigned *c = tile_counters[dev][slot];
+  if (!c && !capturing && cudaSetDevice(dev) == cudaSuccess &&
+      cudaMalloc((void **)&c, LC_GPU_TILE_COUNTERS * sizeof *c) == cudaSuccess) {
+    /* zeroed in the slot's order, before any kernel queued there after */
+    if (cudaMemsetAsync(c, 0, LC_GPU_TILE_COUNTERS * sizeof *c, slot_stream(dev, slot)) ==
+        cudaSuccess) {
+      tile_counters[dev][slot] = c;
+    } else {
+      (void)cudaFree(c);
+      c = NULL;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  if (!c) (void)cudaGetLastError(); /* declined: the caller adds its split with a second kernel */
+  *n = c ? LC_GPU_TILE_COUNTERS : 0;
+  return c;
+}
+
 void *lc_gpu_stream(int dev) {
   if (capture.stream && dev == capture.dev) return capture.stream;
   if (dev < 0 || dev >= lc_gpu_count()) return NULL;
