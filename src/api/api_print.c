@@ -87,6 +87,8 @@ int mlx_array_tostring(mlx_string *str, const mlx_array arr) {
   LC_CHECK_ARR("mlx_array_tostring", arr);
   struct lc_node *n = lc_arr(arr);
   if (lc_eval(&n, 1)) return 1;
+  /* a GPU array's elements are read from its host copy, made here */
+  if (n->buf && lc_buffer_on_host(n->buf)) return 1;
   struct lc_strbuf b = {0};
   lc_strbuf_put(&b, "array(");
   if (n->ndim == 0)

@@ -32,7 +32,9 @@ int lc_gpu_count(void);
 const char *lc_gpu_unavailable_reason(void);
 
 /* Device memory from the caching allocator (stream-ordered: a block freed
- * after queued work may be handed out again for later queued work). */
+ * after queued work may be handed out again for later queued work). A new
+ * block that would take the device's active memory past the memory limit
+ * (lc_alloc_memory_limit, as on the host) is refused, reported. */
 void *lc_gpu_malloc(size_t nbytes, int dev); /* NULL (reported) on failure */
 void lc_gpu_free(void *p, size_t nbytes, int dev);
 size_t lc_gpu_active(void);

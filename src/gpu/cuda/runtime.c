@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/error.h"
 #include "gpu/cuda/capture.h"
 #include "gpu/gpu.h"
@@ -387,7 +388,7 @@ static void drain_locked(int dev) {
 
 void *lc_gpu_malloc(size_t nbytes, int dev) {
   if (use(dev)) return NULL;
-  size_t bytes;
+  size_t bytes, limit = lc_alloc_memory_limit();
   int c = size_class(nbytes, &bytes);
   if (c < 0) bytes = nbytes;
   pthread_mutex_lock(&lock);
@@ -411,6 +412,13 @@ void *lc_gpu_malloc(size_t nbytes, int dev) {
     free(b);
     capture_record(p, dev);
     return p;
+  }
+  /* mlx_set_memory_limit binds device memory too (new blocks, as on the host) */
+  if (bytes > limit || active > limit - bytes) {
+    pthread_mutex_unlock(&lock);
+    lc_error("GPU %d: allocation of %zu bytes exceeds the memory limit (%zu bytes)", dev, nbytes,
+             limit);
+    return NULL;
   }
   pthread_mutex_unlock(&lock);
   void *p = NULL;
