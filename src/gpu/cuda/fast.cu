@@ -195,7 +195,9 @@ extern "C" int lc_cu_norm(const struct lc_cu_norm *a, void *stream) {
     int64_t per = vec ? a->d / V : a->d; /* work items per row */
     int G = (int)((per + 31) / 32 * 32);
     if (per > 1024) G = 1024;
-    int block = G >= 256 ? G : 256;
+    /* whole rows per block: with 256 threads and G = 96, say, the last 64
+     * threads would take a share of the next block's first row */
+    int block = G >= 256 ? G : 256 / G * G;
     int64_t blocks = (a->rows + block / G - 1) / (block / G);
     if (blocks > 0x7fffffff) return;
     cudaStream_t s = (cudaStream_t)stream;
