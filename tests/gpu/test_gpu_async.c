@@ -1,8 +1,8 @@
 /* mlx_async_eval on a GPU stream: it returns once the work is queued, not
  * done; mlx_eval of an array whose async evaluation is running waits for
- * it (also beside outputs computed on the CPU); host reads wait too; arrays freed while their kernels are queued
- * give their memory to later work only when that is safe, also on another
- * stream; a compiled function's outputs may be evaluated asynchronously.
+ * it (also beside outputs computed on the CPU); host reads wait too;
+ * arrays freed while their kernels are queued give their memory to later
+ * work only when that is safe, also on another stream; a compiled function's outputs may be evaluated asynchronously.
  * Every result is checked bitwise against a synchronous evaluation of the
  * same graph. Skips without a GPU. */
 #include <time.h>

@@ -438,7 +438,7 @@ cudaError_t launch(const struct lc_cu_gemv *g, const Plan &p, cudaStream_t st) {
                              (float *)nullptr, c, g->ldc, g->M, g->N, g->K, p.kchunk,
                              (unsigned *)nullptr);
   float *part = p.ksplit > 1 ? g->part : nullptr;
-  unsigned *done = part && p.one_kernel ? g->done : nullptr;
+  unsigned *done = p.one_kernel ? g->done : nullptr; // one_kernel: a split, so part is set
   cudaError_t e = lc_launch(gemv_rows<T, MT, false>, grid, block, 0, st, a, g->lda, b, g->ldb, out,
                             part, part && !done ? nullptr : c, g->ldc, g->M, g->N, g->K,
                             p.kchunk, done);
@@ -516,7 +516,7 @@ cudaError_t launch_group(const struct lc_cu_gemv_group *g, const Plan &p, const 
   s.tile0[g->n] = t0;
   s.mn0[g->n] = mn0;
   float *part = p.ksplit > 1 ? g->part : nullptr;
-  unsigned *done = part && p.one_kernel ? g->done : nullptr;
+  unsigned *done = p.one_kernel ? g->done : nullptr; // one_kernel: a split, so part is set
   cudaError_t e = lc_launch(gemv_rows_group<T, MT>, dim3((unsigned)p.tiles, (unsigned)p.ksplit),
                             dim3(kWarps * 32), 0, st, (const T *)g->a, g->lda, s, part, g->M,
                             g->K, p.kchunk, done);

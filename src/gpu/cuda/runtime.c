@@ -388,7 +388,7 @@ static void drain_locked(int dev) {
 
 void *lc_gpu_malloc(size_t nbytes, int dev) {
   if (use(dev)) return NULL;
-  size_t bytes, limit = lc_alloc_memory_limit();
+  size_t bytes;
   int c = size_class(nbytes, &bytes);
   if (c < 0) bytes = nbytes;
   pthread_mutex_lock(&lock);
@@ -413,7 +413,10 @@ void *lc_gpu_malloc(size_t nbytes, int dev) {
     capture_record(p, dev);
     return p;
   }
-  /* mlx_set_memory_limit binds device memory too (new blocks, as on the host) */
+  /* mlx_set_memory_limit binds device memory too (new blocks, as on the
+   * host). Read only here, past the cache: the host allocator's lock is
+   * taken inside this one, never the other way round. */
+  size_t limit = lc_alloc_memory_limit();
   if (bytes > limit || active > limit - bytes) {
     pthread_mutex_unlock(&lock);
     lc_error("GPU %d: allocation of %zu bytes exceeds the memory limit (%zu bytes)", dev, nbytes,
