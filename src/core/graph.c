@@ -124,8 +124,10 @@ int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_t
  * on host copies, and its result moves to the GPU when a GPU node reads it.
  * Views run eval_cpu on any device: they set strides and touch data only
  * through lc_node_data, which brings it to the host where needed. A view
- * with an eval_cuda (dynamic_slice, whose offset may live on the GPU) runs
- * that on a GPU, and it never answers LC_EVAL_ON_CPU.
+ * with an eval_cuda (dynamic_slice, whose offset may live on the GPU;
+ * reshape and bitcast, which copy where they cannot share) runs that on a
+ * GPU; where it answers LC_EVAL_ON_CPU, its eval_cpu copies through the
+ * host itself.
  * Sets *gpu to the GPU used, if any. 0, or 1 after reporting. */
 static int eval_node(struct lc_node *n, int *gpu) {
   const struct lc_prim *p = lc_prims[n->op];

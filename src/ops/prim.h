@@ -134,6 +134,8 @@ int lc_cuda_eval_matmul_group(struct lc_node *n);
 int lc_cuda_eval_fused(struct lc_node *n);
 /* index and copy family (gpu/cuda/eval_index.c) */
 int lc_cuda_eval_copy(struct lc_node *n);
+int lc_cuda_eval_reshape(struct lc_node *n);
+int lc_cuda_eval_bitcast(struct lc_node *n);
 int lc_cuda_eval_concatenate(struct lc_node *n);
 int lc_cuda_eval_remap(struct lc_node *n);
 int lc_cuda_eval_gather(struct lc_node *n);

@@ -17,6 +17,14 @@
  * the CPU and GPU evaluators decide alike. Defined in shape_copy.c. */
 bool lc_contiguous_shares(const struct lc_node *in, bool allow_col_major);
 
+/* Whether RESHAPE (n) and the bitcast VIEW (n) share their evaluated
+ * input: if so n is made that view of it and true returned; false when
+ * the bytes must be copied row-major into a fresh buffer instead. The
+ * CPU and GPU evaluators decide alike. Defined in shape_views.c and
+ * unary.c. */
+bool lc_reshape_shares(struct lc_node *n);
+bool lc_bitcast_shares(struct lc_node *n);
+
 /* TRANSPOSE's rules (params: the permutation); lc_view_jvp is the jvp of
  * any view whose only differentiable input is input 0. Defined in
  * shape_views.c. */

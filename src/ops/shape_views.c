@@ -49,20 +49,21 @@ static bool reshape_strides(const struct lc_node *in, int nn, const int *nd, int
   return true;
 }
 
-static int reshape_eval(struct lc_node *n) {
+bool lc_reshape_shares(struct lc_node *n) {
   struct lc_node *in = n->in[0];
   int64_t ns[n->ndim > 0 ? n->ndim : 1];
-  if (in->size == 0) {
+  if (in->size == 0)
     lc_shape_strides(n->ndim, n->shape, ns);
-    lc_node_set_view(n, in, ns, in->offset);
-    return 0;
-  }
-  if (reshape_strides(in, n->ndim, n->shape, ns)) {
-    lc_node_set_view(n, in, ns, in->offset);
-    return 0;
-  }
+  else if (!reshape_strides(in, n->ndim, n->shape, ns))
+    return false;
+  lc_node_set_view(n, in, ns, in->offset);
+  return true;
+}
+
+static int reshape_eval(struct lc_node *n) {
+  if (lc_reshape_shares(n)) return 0;
   if (lc_node_alloc_data(n)) return 1;
-  return lc_node_copy_out(in, n->buf->data);
+  return lc_node_copy_out(n->in[0], n->buf->data);
 }
 
 /* Rules: reshape is linear and shape-only, so every rule is a reshape. */
@@ -93,6 +94,7 @@ static int reshape_vmap(struct lc_node *n, struct lc_node *const *in, const int 
 const struct lc_prim lc_prim_reshape = {.name = "reshape",
                                         .flags = LC_PF_VIEW,
                                         .eval_cpu = reshape_eval,
+                                        .eval_cuda = LC_CUDA(lc_cuda_eval_reshape),
                                         .vjp = reshape_vjp,
                                         .jvp = reshape_jvp,
                                         .vmap = reshape_vmap,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "ops/binary.h"
 #include "ops/elementwise.h"
+#include "ops/shape_internal.h"
 #include "ops/unary.h"
 #include "ops/vmath.h"
 #include "transforms/transforms.h"
@@ -667,18 +668,20 @@ const struct lc_prim lc_prim_stop_gradient = {.name = "stop_gradient",
 
 /* Bitcast: shares the input's buffer when it is row-major contiguous at a
  * suitably aligned offset, else copies its bytes into a fresh buffer. */
-static int view_eval(struct lc_node *n) {
+bool lc_bitcast_shares(struct lc_node *n) {
   struct lc_node *a = n->in[0];
   int64_t isz = (int64_t)lc_dtype_size(a->dtype), osz = (int64_t)lc_dtype_size(n->dtype);
-  if ((a->flags & LC_NF_CONTIG) && (a->offset * isz) % osz == 0) {
-    int64_t st[n->ndim > 0 ? n->ndim : 1];
-    lc_shape_strides(n->ndim, n->shape, st);
-    lc_node_set_view(n, a, st, a->offset * isz / osz);
-    return 0;
-  }
+  if (!(a->flags & LC_NF_CONTIG) || (a->offset * isz) % osz != 0) return false;
+  int64_t st[n->ndim > 0 ? n->ndim : 1];
+  lc_shape_strides(n->ndim, n->shape, st);
+  lc_node_set_view(n, a, st, a->offset * isz / osz);
+  return true;
+}
+
+static int view_eval(struct lc_node *n) {
+  if (lc_bitcast_shares(n)) return 0;
   if (lc_node_alloc_data(n)) return 1;
-  lc_node_copy_out(a, n->buf->data);
-  return 0;
+  return lc_node_copy_out(n->in[0], n->buf->data);
 }
 /* The view rescales the last axis, so the batch axis goes first (the
  * per-example bytes stay together in row-major order). */
@@ -691,7 +694,9 @@ static int view_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
   return !out[0];
 }
 const struct lc_prim lc_prim_view = {.name = "view",
+                                     .flags = LC_PF_VIEW,
                                      .eval_cpu = view_eval,
+                                     .eval_cuda = LC_CUDA(lc_cuda_eval_bitcast),
                                      .vjp = nondiff_vjp,
                                      .jvp = nondiff_jvp,
                                      .vmap = view_vmap};

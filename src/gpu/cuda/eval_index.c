@@ -1,6 +1,7 @@
 /* eval_cuda of the index and copy family: contiguous, concatenate, remap,
- * gather, gather_axis, dynamic_slice, scatter, scatter_axis, slice_update,
- * dynamic_slice_update and arange, as launches of gpu/cuda/index.cu.
+ * reshape and bitcast view (where they copy), gather, gather_axis,
+ * dynamic_slice, scatter, scatter_axis, slice_update, dynamic_slice_update
+ * and arange, as launches of gpu/cuda/index.cu.
  *
  * Each evaluator decides first whether the GPU can compute the node exactly
  * as its eval_cpu does (ranks after merging dimensions within
@@ -108,6 +109,29 @@ int lc_cuda_eval_copy(struct lc_node *n) {
   if (!plan_copy(&c, n->ndim, n->shape, rs, in->strides)) return LC_EVAL_ON_CPU;
   if (lc_cuda_alloc_output(n)) return 1;
   return finish(n, launch_copy(&c, n->buf->dev_data, in, n), "contiguous");
+}
+
+/* The row-major copy of input 0's elements into n's fresh buffer (same
+ * bytes, whatever n's shape and dtype). */
+static int copy_row_major(struct lc_node *n, const char *name) {
+  const struct lc_node *in = n->in[0];
+  int64_t rs[in->ndim > 0 ? in->ndim : 1];
+  lc_shape_strides(in->ndim, in->shape, rs);
+  struct lc_cu_copy c;
+  memset(&c, 0, sizeof c);
+  if (!plan_copy(&c, in->ndim, in->shape, rs, in->strides)) return LC_EVAL_ON_CPU;
+  if (lc_cuda_alloc_output(n)) return 1;
+  return finish(n, launch_copy(&c, n->buf->dev_data, in, n), name);
+}
+
+/* reshape and the bitcast view: shared where the CPU shares, else copied
+ * here rather than through the host. */
+int lc_cuda_eval_reshape(struct lc_node *n) {
+  return lc_reshape_shares(n) ? 0 : copy_row_major(n, "reshape");
+}
+
+int lc_cuda_eval_bitcast(struct lc_node *n) {
+  return lc_bitcast_shares(n) ? 0 : copy_row_major(n, "view");
 }
 
 int lc_cuda_eval_concatenate(struct lc_node *n) {
