@@ -124,6 +124,90 @@ static int lace_pipelined(void *arg) {
   return rc || mlx_synchronize(gs);
 }
 
+/* LACE_BENCH_CANDIDATES=1: for the bfloat16 cases, the pipelined
+ * products of cublasGemmEx, of each of cuBLASLt's first CANDS heuristic
+ * answers and of lace, timed in interleaved rounds (each round visits
+ * every path once, starting one further along each time), so that clock
+ * and temperature drift reach every path alike. Prints one
+ * "cublas-candidates" line per path: median ms per product, and the
+ * algorithm's id, tile and stages where it has one. */
+#define CANDS 8
+
+static float time_lt_algo(struct direct *d, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t la,
+                          cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc,
+                          const cublasLtMatmulAlgo_t *algo) {
+  float one = 1, zero = 0, ms = -1;
+  cudaEventRecord(d->e0, 0);
+  for (int b = 0; b < PIPE; b++)
+    if (algo ? cublasLtMatmul(d->lt, desc, &one, d->b, la, d->a, lb, &zero, d->c, lc, d->c, lc,
+                              algo, d->ws, WS, 0)
+             : cublasGemmEx(d->h, CUBLAS_OP_N, CUBLAS_OP_N, d->n, d->m, d->k, &one, d->b, d->dt,
+                            d->n, d->a, d->dt, d->k, &zero, d->c, d->dt, d->n,
+                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT))
+      return -1;
+  cudaEventRecord(d->e1, 0);
+  cudaEventSynchronize(d->e1);
+  cudaEventElapsedTime(&ms, d->e0, d->e1);
+  return ms / PIPE;
+}
+
+static void candidates(struct direct *d, const char *name) {
+  cublasLtMatmulDesc_t desc = NULL;
+  cublasLtMatrixLayout_t la = NULL, lb = NULL, lc = NULL;
+  cublasLtMatmulPreference_t pref = NULL;
+  cublasLtMatmulHeuristicResult_t res[CANDS];
+  int nres = 0;
+  uint64_t wsb = WS;
+  if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
+      cublasLtMatrixLayoutCreate(&la, d->dt, d->n, d->k, d->n) ||
+      cublasLtMatrixLayoutCreate(&lb, d->dt, d->k, d->m, d->k) ||
+      cublasLtMatrixLayoutCreate(&lc, d->dt, d->n, d->m, d->n) ||
+      cublasLtMatmulPreferenceCreate(&pref) ||
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
+                                           sizeof wsb) ||
+      cublasLtMatmulAlgoGetHeuristic(d->lt, desc, la, lb, lc, lc, pref, CANDS, res, &nres))
+    nres = 0;
+  enum { ROUNDS = 15 };
+  int npath = nres + 2; /* gemmex, candidates, lace */
+  float t[CANDS + 2][ROUNDS];
+  for (int r = -1; r < ROUNDS; r++)
+    for (int j = 0; j < npath; j++) {
+      int p = (j + (r < 0 ? 0 : r)) % npath;
+      float ms;
+      if (p == npath - 1) {
+        double t0 = bench_now();
+        ms = lace_pipelined(NULL) ? -1 : (float)((bench_now() - t0) * 1e3 / PIPE);
+      } else {
+        ms = time_lt_algo(d, desc, la, lb, lc, p ? &res[p - 1].algo : NULL);
+      }
+      if (r >= 0) t[p][r] = ms;
+    }
+  for (int p = 0; p < npath; p++) {
+    qsort(t[p], ROUNDS, sizeof t[p][0], cmp_float);
+    int id = -1, tile = -1, stages = -1;
+    size_t got;
+    if (p > 0 && p < npath - 1) {
+      const cublasLtMatmulAlgo_t *a = &res[p - 1].algo;
+      cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &got);
+      cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile,
+                                           &got);
+      cublasLtMatmulAlgoConfigGetAttribute(a, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                           sizeof stages, &got);
+    }
+    printf("cublas-candidates %s %s ms=%.4f%s", name,
+           p == 0 ? "gemmex" : p == npath - 1 ? "lace" : "lt", t[p][ROUNDS / 2],
+           p > 0 && p < npath - 1 ? "" : "\n");
+    if (p > 0 && p < npath - 1)
+      printf(" heuristic=%d algo=%d tile=%d stages=%d waves=%.2f\n", p - 1, id, tile, stages,
+             (double)res[p - 1].wavesCount);
+  }
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  if (la) cublasLtMatrixLayoutDestroy(la);
+  if (lb) cublasLtMatrixLayoutDestroy(lb);
+  if (lc) cublasLtMatrixLayoutDestroy(lc);
+  if (desc) cublasLtMatmulDescDestroy(desc);
+}
+
 /* The faster of two direct timings (-1: failed), or -1. */
 static double best_of(double a, double b) { return a > 0 && (b <= 0 || a < b) ? a : b; }
 
@@ -148,7 +232,6 @@ static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   cudaMemcpy(d->b, hb, nb * isz, cudaMemcpyHostToDevice);
   float gemm = time_direct(d, 0, 1), lt = time_direct(d, 1, 1);
   float gemm_p = time_direct(d, 0, PIPE), lt_p = time_direct(d, 1, PIPE);
-  cudaFree(d->a), cudaFree(d->b), cudaFree(d->c);
 
   /* lace on the same values (made on the CPU, moved to the GPU once) */
   int sa[2] = {m, k}, sb[2] = {k, n};
@@ -159,6 +242,12 @@ static void run_case(int m, int k, int n, mlx_dtype t, struct direct *d) {
   mlx_astype(&lb_, fb_, t, gs);
   mlx_array_eval(la_);
   mlx_array_eval(lb_);
+  if (t == MLX_BFLOAT16 && getenv("LACE_BENCH_CANDIDATES")) {
+    char name[64];
+    snprintf(name, sizeof name, "%dx%dx%d_%s", m, k, n, tn);
+    candidates(d, name);
+  }
+  cudaFree(d->a), cudaFree(d->b), cudaFree(d->c);
   bench_stats st = bench_time(lace_matmul, NULL), sp = bench_time(lace_pipelined, NULL);
   double flop = 2.0 * m * n * k, pm = sp.median / PIPE;
   double best = best_of(gemm, lt), best_p = best_of(gemm_p, lt_p);

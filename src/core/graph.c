@@ -206,7 +206,14 @@ static int eval_tape(struct lc_node *const *outs, size_t nout, bool wait) {
     if (on != LC_DEV_CPU) gpu = on;
     if (t0 > 0) {
       if (on != LC_DEV_CPU) (void)lc_gpu_sync(on);
-      lc_profile_add(n->op, on != LC_DEV_CPU, lc_profile_now() - t0);
+      /* views without an eval_cuda only set strides: not a fallback */
+      const struct lc_prim *p = lc_prims[n->op];
+      bool moved = n->dev != LC_DEV_CPU && (!(p->flags & LC_PF_VIEW) || p->eval_cuda);
+      lc_profile_add(n->op,
+                     on != LC_DEV_CPU ? LC_PROFILE_GPU
+                     : moved          ? LC_PROFILE_GPU_ON_CPU
+                                      : LC_PROFILE_CPU,
+                     lc_profile_now() - t0);
     }
     /* A node is only released by its consumers' detach, which happens later
      * in the tape than the node itself, so tape pointers ahead stay valid. */
