@@ -10,22 +10,14 @@
 #include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/fast.h"
 #include "gpu/cuda/fast_common.cuh"
+#include "gpu/cuda/reduce_fold.cuh"
 
 namespace {
 
-// The row's sum over the G threads sharing it (G: 32, or a multiple of 32
-// spanning the whole block). Every thread of the block calls it.
+// The row's sum over the G threads sharing it (reduce_fold.cuh's group
+// combine, in double).
 __device__ double row_sum(double v, double *sh, int G) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (G == 32) return v;
-  int w = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) sh[w] = v;
-  __syncthreads();
-  double s = 0;
-  int first = threadIdx.x / G * (G / 32); /* the row's warps */
-  for (int k = 0; k < G / 32; k++) s += sh[first + k];
-  __syncthreads();
-  return s;
+  return group_combine(v, Combine<double>{LC_RED_SUM}, sh, G);
 }
 
 // y = st(st((x - mu) * inv) [* w] [+ b]) in the CPU's order of roundings.

@@ -43,3 +43,27 @@ template <class T> struct acc_of {
       typename std::conditional<std::is_signed<T>::value, long long, unsigned long long>::type>::type;
 };
 template <> struct acc_of<bool> { using type = long long; };
+
+// Every thread of a warp gets the warp's values combined (butterfly order).
+template <class A> __device__ __forceinline__ A warp_combine(A v, const Combine<A> &c) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = c.op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Every thread of a group of G consecutive threads (G = 32, or a multiple
+// of 32 dividing the block) gets the group's value: its warps' values
+// combined in warp order. sh holds blockDim.x / 32 values. Every thread of
+// the block calls it the same number of times (barriers when G > 32).
+template <class A> __device__ A group_combine(A v, const Combine<A> &c, A *sh, int G) {
+  v = warp_combine(v, c);
+  if (G == 32) return v;
+  const int w = threadIdx.x / 32;
+  __syncthreads(); // earlier readers of sh are done
+  if (threadIdx.x % 32 == 0) sh[w] = v;
+  __syncthreads();
+  const int first = (threadIdx.x / G) * (G / 32);
+  A r = sh[first];
+  for (int i = 1; i < G / 32; i++) r = c.op(r, sh[first + i]);
+  return r;
+}
