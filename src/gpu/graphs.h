@@ -16,7 +16,10 @@
  * normally from then on.
  *
  * Graph-mode evaluations never donate input buffers and free intermediates
- * after the whole tape has run, so that capture and replay allocate alike.
+ * after the whole tape has run, so that capture and replay allocate alike;
+ * so a tape whose private results total more than LACE_CUDA_GRAPH_TEMP_MB
+ * (64 MiB) runs normally instead, each intermediate freed after its last
+ * consumer (large tapes are bound by their kernels, not by launches).
  * LACE_CUDA_GRAPHS=0 turns graphs off; the table holds a bounded number of
  * signatures (least recently used ones are evicted). */
 #ifndef LC_GPU_GRAPHS_H
@@ -48,6 +51,7 @@ struct lc_gpu_graph_stats {
   unsigned long patched;    /* graph nodes rewritten to follow moved buffers */
   unsigned long mismatched; /* replays that could not be done */
   unsigned long refused;    /* captures abandoned (not expressible) */
+  unsigned long large;      /* evaluations left to run normally: too much private memory */
 };
 void lc_gpu_graph_stats(struct lc_gpu_graph_stats *s);
 

@@ -164,6 +164,10 @@ static int count_kernels(const char *dir) {
 
 int main(void) {
   test_init();
+  if (test_on_gpu()) { /* GPU regions are NVRTC's: tests/gpu/test_gpu_compile */
+    printf("SKIP: native C kernels run on the CPU only (LACE_TEST_DEVICE=gpu)\n");
+    return 77;
+  }
   S = test_stream();
   char dir[] = "/tmp/lace-jit-test-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);

@@ -203,7 +203,9 @@ static void test_apply_errors(void) {
   CHECK_OK(mlx_fast_cuda_kernel_config_add_output_arg(c, sh, 1, MLX_FLOAT32));
   CHECK_OK(mlx_fast_cuda_kernel_config_set_grid(c, 4, 1, 1));
   CHECK_OK(mlx_fast_cuda_kernel_config_set_thread_group(c, 4, 1, 1));
-  CHECK_FAILS(mlx_fast_cuda_kernel_apply(&outs, k, ins, c, s), "needs a GPU stream");
+  mlx_stream cpu = mlx_default_cpu_stream_new(); /* s may be a GPU's (LACE_TEST_DEVICE) */
+  CHECK_FAILS(mlx_fast_cuda_kernel_apply(&outs, k, ins, c, cpu), "needs a GPU stream");
+  mlx_stream_free(cpu);
   CHECK_FAILS(mlx_fast_cuda_kernel_apply(&outs, k, ins, c, ds), "needs a GPU stream");
   mlx_stream g = mlx_default_gpu_stream_new();
   int ngpu = 0;

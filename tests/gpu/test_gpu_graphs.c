@@ -4,13 +4,15 @@
  * read, not baked in; a step with a primitive that runs on the CPU is
  * refused silently and still right; concurrent loops on two threads agree
  * with sequential ones; tapes of empty nodes (an empty capture) report
- * nothing and leave no error behind; device memory returns to its baseline. Skips
+ * nothing and leave no error behind; tapes with more intermediates than
+ * LACE_CUDA_GRAPH_TEMP_MB run normally, their peak a few buffers; device
+ * memory returns to its baseline. Skips
  * without a GPU. */
 #include <pthread.h>
 
 #include "core/error.h"
 #include "gpu/graphs.h"
-#include "gpu_util.h"
+#include "gpu_bits.h"
 
 enum { N = 64, STEPS = 12 };
 
@@ -192,6 +194,40 @@ static void empty_tapes(void) {
   mlx_array_free(x), mlx_array_free(g), mlx_array_free(c);
 }
 
+/* A chain of 24 adds over 4M floats: 384 MiB of intermediates, past
+ * LACE_CUDA_GRAPH_TEMP_MB's 64. It runs normally (counted as large), so
+ * each intermediate is freed after its consumer and the peak stays a few
+ * buffers, repeat after repeat (a graph would hold all 24). */
+static void large_tapes(void) {
+  int shape[] = {1 << 22};
+  size_t bytes = (size_t)4 << 22;
+  mlx_array x = gpu_rand(shape, 1, MLX_FLOAT32, -1, 1), xg = on_gpu(x);
+  struct lc_gpu_graph_stats a, b;
+  lc_gpu_graph_stats(&a);
+  for (int rep = 0; rep < 3; rep++) {
+    mlx_array acc = mlx_array_new();
+    CHECK_OK(mlx_array_set(&acc, xg));
+    for (int i = 0; i < 24; i++) {
+      mlx_array y = mlx_array_new();
+      CHECK_OK(mlx_add(&y, acc, xg, gpu_stream));
+      mlx_array_free(acc);
+      acc = y;
+    }
+    mlx_reset_peak_memory();
+    size_t base = test_active_memory(), peak = 0;
+    CHECK_OK(mlx_array_eval(acc));
+    mlx_get_peak_memory(&peak);
+    CHECK_MSG(peak - base <= 3 * bytes, "repeat %d: the peak grew by %zu MiB", rep,
+              (peak - base) >> 20);
+    mlx_array_free(acc);
+  }
+  lc_gpu_graph_stats(&b);
+  CHECK_MSG(b.large - a.large == 3, "%lu of 3 large tapes were counted", b.large - a.large);
+  CHECK_MSG(b.captured == a.captured && b.replayed == a.replayed,
+            "a large tape was captured or replayed");
+  mlx_array_free(x), mlx_array_free(xg);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   size_t base = 0;
@@ -218,6 +254,7 @@ int main(void) {
             test_errors_seen - errors, test_last_error);
 
   empty_tapes();
+  large_tapes();
 
   /* two threads at once (one captures while the other replays or waits) */
   static struct job jobs[2], solo[2];

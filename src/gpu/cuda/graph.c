@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/graph.h"
 #include "core/hash.h"
@@ -85,10 +86,31 @@ static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
 static cudaStream_t capture_streams[MAX_GPUS];
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static atomic_int graphs_on = 1;
+/* The most bytes of private results a tape may make and still run in
+ * graph mode (LACE_CUDA_GRAPH_TEMP_MB, default 64): graph mode keeps
+ * every one of them until the tape's end, where a normal evaluation frees
+ * each after its last consumer (and checkpointing relies on that). Set
+ * once, by read_env. */
+static size_t temp_max = (size_t)64 << 20;
 
 static void read_env(void) {
   const char *e = getenv("LACE_CUDA_GRAPHS");
   if (e && !strcmp(e, "0")) atomic_store(&graphs_on, 0);
+  const char *t = getenv("LACE_CUDA_GRAPH_TEMP_MB");
+  if (t && *t) {
+    char *end;
+    unsigned long long mb = strtoull(t, &end, 10);
+    if (*end == 0 && mb < ((unsigned long long)1 << 40)) temp_max = (size_t)mb << 20;
+  }
+}
+
+/* Bytes of the private results of the tape (views aside: they share). */
+static size_t private_bytes(struct lc_node *const *nodes, size_t n, const bool *priv) {
+  size_t b = 0;
+  for (size_t i = 0; i < n; i++)
+    if (priv[i] && !(lc_prims[nodes[i]->op]->flags & LC_PF_VIEW))
+      b += (size_t)nodes[i]->size * lc_dtype_size(nodes[i]->dtype);
+  return b;
 }
 void lc_gpu_graphs_set(int on) {
   pthread_once(&env_once, read_env);
@@ -635,6 +657,13 @@ int lc_gpu_graph_eval(struct lc_node *const *nodes, size_t n,
                 : lc_error("out of memory");
   lc_ptrmap_free(&index);
   if (rc) goto done;
+  if (private_bytes(nodes, n, priv) > temp_max) {
+    pthread_mutex_lock(&table_lock);
+    stats.large++;
+    pthread_mutex_unlock(&table_lock);
+    rc = LC_GRAPH_DECLINED;
+    goto done;
+  }
   uint64_t hash = lc_fnv1a(LC_FNV_SEED, s.w, s.len * sizeof *s.w);
   pthread_mutex_lock(&table_lock);
   struct entry *e = find(hash, &s);
