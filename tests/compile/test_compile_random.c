@@ -249,6 +249,25 @@ static int compare(mlx_vector_array got, mlx_vector_array want, int gi) {
   return ok;
 }
 
+/* A failed graph's inputs and steps on stderr, to rebuild it by hand:
+ * value k is input k (k < nin), else step k - nin's result. */
+static void describe(const struct graph *g, const mlx_array *in, int nin) {
+  static const char *const kinds[] = {"unary", "binary", "cast", "reduce", "flatten_back",
+                                      "const_mul", "where", "isclose", "nan_to_num", "matmul"};
+  for (int i = 0; i < nin; i++) {
+    fprintf(stderr, "  in %d: dtype %d shape", i, (int)mlx_array_dtype(in[i]));
+    for (size_t d = 0; d < mlx_array_ndim(in[i]); d++)
+      fprintf(stderr, " %d", mlx_array_shape(in[i])[d]);
+    fprintf(stderr, "\n");
+  }
+  for (int i = 0; i < g->nstep; i++) {
+    const struct step *st = &g->steps[i];
+    fprintf(stderr, "  v%d = %s[%d](v%d, v%d)\n", nin + i, kinds[st->kind], st->which, st->a,
+            st->b);
+  }
+  for (int o = 0; o < g->nout; o++) fprintf(stderr, "  out %d = v%d\n", o, g->outs[o]);
+}
+
 static int row_regions; /* compiled outputs computed by a fused row region */
 
 /* Whether the lazy graph under n holds a fused row region (bounded walk). */
@@ -343,6 +362,7 @@ int main(void) {
     }
     fused_graphs += mode == MLX_COMPILE_MODE_ENABLED;
     CHECK_MSG(ok, "graph %d (mode %d, shapeless %d) mismatched", gi, mode, shapeless);
+    if (!ok) describe(&g, in, nin);
     failures += !ok;
     mlx_closure_free(cf);
     mlx_closure_free(f);
