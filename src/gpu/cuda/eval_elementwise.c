@@ -45,13 +45,13 @@ static bool collapse(struct lc_cu_ew *a, const struct lc_node *n) {
 
 int lc_cuda_eval_elementwise(struct lc_node *n) {
   const struct lc_prim *p = lc_prims[n->op];
-  if (n->nin > LC_CU_MAX_IN || n->dtype == MLX_COMPLEX64) return LC_EVAL_ON_CPU;
+  if (n->nin > LC_CU_MAX_IN) return LC_EVAL_ON_CPU;
   struct lc_cu_ew a;
   memset(&a, 0, sizeof a);
   a.op = n->op;
   a.out_dt = n->dtype;
   a.in_dt = n->in[n->nin - 1]->dtype;
-  if (a.in_dt == MLX_COMPLEX64) return LC_EVAL_ON_CPU;
+  bool cx = n->dtype == MLX_COMPLEX64 || a.in_dt == MLX_COMPLEX64;
   a.nin = n->nin;
   a.n = n->size;
   if (n->op == LC_OP_NAN_TO_NUM && n->params_size >= 3 * sizeof(double))
@@ -72,6 +72,8 @@ int lc_cuda_eval_elementwise(struct lc_node *n) {
     return 1;
   a.out = n->buf->dev_data;
   for (int k = 0; k < n->nin; k++) a.in[k] = lc_node_dev_data(n->in[k]);
-  return lc_cuda_finish(n, lc_cuda_result(lc_cu_elementwise(&a, lc_gpu_stream(n->dev)), p->name));
+  void *stream = lc_gpu_stream(n->dev);
+  int rc = cx ? lc_cu_elementwise_complex(&a, stream) : lc_cu_elementwise(&a, stream);
+  return lc_cuda_finish(n, lc_cuda_result(rc, p->name));
 }
 #endif

@@ -10,6 +10,7 @@
 #include "gpu/cuda/pdl.cuh"
 #include "gpu/cuda/ew_ops.cuh"
 #include "gpu/cuda/kernels.h"
+#include "gpu/cuda/ew_index.cuh"
 
 enum lc_op_ids {
 #define LC_PRIM(id, row) LC_OP_##id,
@@ -24,14 +25,7 @@ struct Ew {
 };
 
 __device__ __forceinline__ int64_t in_offset(const lc_cu_ew &a, int k, int64_t i) {
-  if (a.ndim == 0) return a.flat[k] ? i : 0;
-  int64_t off = 0;
-  for (int d = a.ndim - 1; d >= 0; d--) {
-    int64_t q = i / a.shape[d];
-    off += (i - q * a.shape[d]) * a.strides[k][d];
-    i = q;
-  }
-  return off;
+  return lc_ew_in_offset(a, k, i);
 }
 
 template <class TO, class TI, class Op>

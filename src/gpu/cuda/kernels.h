@@ -41,6 +41,11 @@ struct lc_cu_ew {
   double param[3]; /* nan_to_num: nan, posinf, neginf */
 };
 int lc_cu_elementwise(const struct lc_cu_ew *a, void *stream);
+/* The same for ops with a complex64 input or output (gpu/cuda/ew_complex.cu):
+ * arithmetic, comparisons, select, conversions and the elementary
+ * functions of ops/unary.c that take complex values; LC_CU_UNSUPPORTED
+ * for the rest (power, nan_equal, complex to integer). */
+int lc_cu_elementwise_complex(const struct lc_cu_ew *a, void *stream);
 
 /* Reduction of a row-major (rows, len) matrix along its rows into out[rows]
  * (contiguous): kind is enum lc_reduce_kind's value; in_dt the input's,

@@ -1,0 +1,307 @@
+// complex64 elementwise primitives on the GPU (lc_cu_elementwise_complex,
+// kernels.h): a grid-stride loop per (op, types), inputs read as
+// ew_index.cuh places them. Semantics are C99's complex float, as the CPU
+// kernels (ops/unary.c, ops/binary.c, astype) compute them: + - and the
+// conversions exactly; * as the naive product with Annex G's recovery of
+// infinities when both parts come out NaN (GCC's __mulsc3); / in double
+// (Smith's method) rounded to float, as libgcc divides complex floats;
+// |z| by hypotf; the transcendental functions through their real
+// formulas, evaluated in double and rounded, so they agree with glibc's
+// cexpf, clogf, ... to rounding, not bit for bit, and special values
+// (infinite or NaN parts) follow the formulas rather than Annex G.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/ew_index.cuh"
+#include "gpu/cuda/kernels.h"
+#include "gpu/cuda/launch.cuh"
+#include "gpu/cuda/pdl.cuh"
+
+enum lc_op_ids {
+#define LC_PRIM(id, row) LC_OP_##id,
+#include "ops/ops.def"
+#undef LC_PRIM
+};
+
+namespace {
+
+struct alignas(8) Cx {
+  float re, im;
+};
+
+__device__ __forceinline__ Cx cx(float re, float im) { return Cx{re, im}; }
+__device__ __forceinline__ Cx cxd(double re, double im) {
+  return Cx{__double2float_rn(re), __double2float_rn(im)};
+}
+
+// C's a * b for complex float: the naive parts, unfused, then (both NaN)
+// the recovery of infinite operands.
+__device__ Cx mul(Cx a, Cx b) {
+  float ac = __fmul_rn(a.re, b.re), bd = __fmul_rn(a.im, b.im);
+  float ad = __fmul_rn(a.re, b.im), bc = __fmul_rn(a.im, b.re);
+  float x = __fsub_rn(ac, bd), y = __fadd_rn(ad, bc);
+  if (!isnan(x) || !isnan(y)) return cx(x, y);
+  float p = a.re, q = a.im, r = b.re, t = b.im;
+  bool again = false;
+  if (isinf(p) || isinf(q)) { // a infinite: its parts to +-1 / +-0, NaNs of b to 0
+    p = copysignf(isinf(p) ? 1.0f : 0.0f, p);
+    q = copysignf(isinf(q) ? 1.0f : 0.0f, q);
+    if (isnan(r)) r = copysignf(0.0f, r);
+    if (isnan(t)) t = copysignf(0.0f, t);
+    again = true;
+  }
+  if (isinf(r) || isinf(t)) {
+    r = copysignf(isinf(r) ? 1.0f : 0.0f, r);
+    t = copysignf(isinf(t) ? 1.0f : 0.0f, t);
+    if (isnan(p)) p = copysignf(0.0f, p);
+    if (isnan(q)) q = copysignf(0.0f, q);
+    again = true;
+  }
+  if (!again && (isinf(ac) || isinf(bd) || isinf(ad) || isinf(bc))) { // overflow
+    if (isnan(p)) p = copysignf(0.0f, p);
+    if (isnan(q)) q = copysignf(0.0f, q);
+    if (isnan(r)) r = copysignf(0.0f, r);
+    if (isnan(t)) t = copysignf(0.0f, t);
+    again = true;
+  }
+  if (again) {
+    x = INFINITY * (p * r - q * t);
+    y = INFINITY * (p * t + q * r);
+  }
+  return cx(x, y);
+}
+
+// a / b in double, Smith's method, rounded to float; 0 and infinite
+// divisors as Annex G.
+__device__ Cx div(Cx a, Cx b) {
+  double p = a.re, q = a.im, r = b.re, t = b.im, x, y;
+  if (fabs(r) >= fabs(t)) {
+    double s = t / r, d = r + t * s;
+    x = (p + q * s) / d;
+    y = (q - p * s) / d;
+  } else {
+    double s = r / t, d = r * s + t;
+    x = (p * s + q) / d;
+    y = (q * s - p) / d;
+  }
+  if (isnan(x) && isnan(y)) {
+    if (r == 0 && t == 0 && (!isnan(p) || !isnan(q))) {
+      x = copysign(INFINITY, r) * p;
+      y = copysign(INFINITY, r) * q;
+    } else if ((isinf(p) || isinf(q)) && isfinite(r) && isfinite(t)) {
+      double P = copysign(isinf(p) ? 1.0 : 0.0, p), Q = copysign(isinf(q) ? 1.0 : 0.0, q);
+      x = INFINITY * (P * r + Q * t);
+      y = INFINITY * (Q * r - P * t);
+    } else if ((isinf(r) || isinf(t)) && isfinite(p) && isfinite(q)) {
+      double R = copysign(isinf(r) ? 1.0 : 0.0, r), T = copysign(isinf(t) ? 1.0 : 0.0, t);
+      x = 0.0 * (p * R + q * T);
+      y = 0.0 * (q * R - p * T);
+    }
+  }
+  return cxd(x, y);
+}
+
+__device__ Cx c_exp(Cx z) {
+  double e = exp((double)z.re);
+  if (z.im == 0) return cx(__double2float_rn(e), z.im); // exp of a real stays real
+  return cxd(e * cos((double)z.im), e * sin((double)z.im));
+}
+__device__ Cx c_log(Cx z) {
+  return cxd(log(hypot((double)z.re, (double)z.im)), atan2((double)z.im, (double)z.re));
+}
+// The principal root, both parts from one stable formula.
+__device__ Cx c_sqrt(Cx z) {
+  double x = z.re, y = z.im;
+  if (x == 0 && y == 0) return cx(0.0f, z.im);
+  if (isinf(y)) return cx(INFINITY, z.im);
+  double m = sqrt((fabs(x) + hypot(x, y)) * 0.5);
+  if (x >= 0) return cxd(m, y / (2 * m));
+  return cxd(fabs(y) / (2 * m), copysign(m, y));
+}
+__device__ Cx c_sinh(Cx z) {
+  double x = z.re, y = z.im;
+  return cxd(sinh(x) * cos(y), cosh(x) * sin(y));
+}
+__device__ Cx c_cosh(Cx z) {
+  double x = z.re, y = z.im;
+  return cxd(cosh(x) * cos(y), sinh(x) * sin(y));
+}
+__device__ Cx c_tanh(Cx z) {
+  double x = z.re, y = z.im;
+  if (fabs(x) > 20) return cxd(copysign(1.0, x), 4 * sin(y) * cos(y) * exp(-2 * fabs(x)));
+  double d = cosh(2 * x) + cos(2 * y);
+  return cxd(sinh(2 * x) / d, sin(2 * y) / d);
+}
+// sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz)
+__device__ Cx c_sin(Cx z) {
+  Cx w = c_sinh(cx(-z.im, z.re));
+  return cx(w.im, -w.re);
+}
+__device__ Cx c_cos(Cx z) { return c_cosh(cx(-z.im, z.re)); }
+__device__ Cx c_tan(Cx z) {
+  Cx w = c_tanh(cx(-z.im, z.re));
+  return cx(w.im, -w.re);
+}
+
+__device__ __forceinline__ Cx at(const lc_cu_ew &a, int k, int64_t i) {
+  return ((const Cx *)a.in[k])[lc_ew_in_offset(a, k, i)];
+}
+
+// Ops whose inputs are complex: f(x) or f(x, y) stored as TO.
+template <class TO, class F> __global__ void cx_kernel(lc_cu_ew a, F f) {
+  lc_pdl_begin();
+  TO *o = (TO *)a.out;
+  GRID_LOOP(i, a.n) o[i] = a.nin == 1 ? f(at(a, 0, i), at(a, 0, i)) : f(at(a, 0, i), at(a, 1, i));
+}
+
+template <class TO, class F> int launch(const lc_cu_ew &a, F f, cudaStream_t s) {
+  lc_launch(cx_kernel<TO, F>, dim3(blocks_for(a.n)), dim3(256), 0, s, a, f);
+  return done();
+}
+
+#define CX_UN(NAME, EXPR) \
+  struct NAME { __device__ Cx operator()(Cx x, Cx) const { return EXPR; } };
+#define CX_BIN(NAME, EXPR) \
+  struct NAME { __device__ Cx operator()(Cx x, Cx y) const { return EXPR; } };
+CX_UN(Copy, x)
+CX_UN(Neg, cx(-x.re, -x.im))
+CX_UN(Conj, cx(x.re, -x.im))
+CX_UN(Square, mul(x, x))
+CX_UN(Exp, c_exp(x))
+CX_UN(Log, c_log(x))
+CX_UN(Sqrt, c_sqrt(x))
+CX_UN(Sin, c_sin(x))
+CX_UN(Cos, c_cos(x))
+CX_UN(Tan, c_tan(x))
+CX_UN(Sinh, c_sinh(x))
+CX_UN(Cosh, c_cosh(x))
+CX_UN(Tanh, c_tanh(x))
+CX_BIN(Add, cx(__fadd_rn(x.re, y.re), __fadd_rn(x.im, y.im)))
+CX_BIN(Sub, cx(__fsub_rn(x.re, y.re), __fsub_rn(x.im, y.im)))
+CX_BIN(Mul, mul(x, y))
+CX_BIN(Div, div(x, y))
+// sign: z / |z| (a complex over a real: part by part), 0 stays
+struct Sign {
+  __device__ Cx operator()(Cx x, Cx) const {
+    if (x.re == 0 && x.im == 0) return x;
+    float m = hypotf(x.re, x.im);
+    return cx(__fdiv_rn(x.re, m), __fdiv_rn(x.im, m));
+  }
+};
+struct Abs {
+  __device__ float operator()(Cx x, Cx) const { return hypotf(x.re, x.im); }
+};
+struct Real {
+  __device__ float operator()(Cx x, Cx) const { return x.re; }
+};
+struct Imag {
+  __device__ float operator()(Cx x, Cx) const { return x.im; }
+};
+struct Eq {
+  __device__ bool operator()(Cx x, Cx y) const { return x.re == y.re && x.im == y.im; }
+};
+struct Ne {
+  __device__ bool operator()(Cx x, Cx y) const { return x.re != y.re || x.im != y.im; }
+};
+
+// astype from complex: the real part in the output's type (C's complex to
+// real conversion); to bool, whether either part is nonzero.
+template <class TO> struct FromCx {
+  __device__ TO operator()(Cx x, Cx) const { return lc_to<TO>::f(x.re); }
+};
+struct CxToBool {
+  __device__ bool operator()(Cx x, Cx) const { return x.re != 0 || x.im != 0; }
+};
+
+// astype to complex: the real value (rounded to float) and +0.
+template <class TI> __global__ void to_cx_kernel(lc_cu_ew a) {
+  lc_pdl_begin();
+  const TI *x = (const TI *)a.in[0];
+  Cx *o = (Cx *)a.out;
+  GRID_LOOP(i, a.n) o[i] = cx((float)lc_ld(x[lc_ew_in_offset(a, 0, i)]), 0.0f);
+}
+template <class TI> int to_cx(const lc_cu_ew &a, cudaStream_t s) {
+  lc_launch(to_cx_kernel<TI>, dim3(blocks_for(a.n)), dim3(256), 0, s, a);
+  return done();
+}
+
+__global__ void select_kernel(lc_cu_ew a) {
+  lc_pdl_begin();
+  const bool *c = (const bool *)a.in[0];
+  Cx *o = (Cx *)a.out;
+  GRID_LOOP(i, a.n) o[i] = c[lc_ew_in_offset(a, 0, i)] ? at(a, 1, i) : at(a, 2, i);
+}
+
+int astype(const lc_cu_ew &a, cudaStream_t s) {
+  if (a.in_dt == MLX_COMPLEX64) {
+    switch (a.out_dt) {
+      case MLX_COMPLEX64: return launch<Cx>(a, Copy(), s);
+      case MLX_FLOAT32: return launch<float>(a, FromCx<float>(), s);
+      case MLX_FLOAT64: return launch<double>(a, FromCx<double>(), s);
+      case MLX_FLOAT16: return launch<__half>(a, FromCx<__half>(), s);
+      case MLX_BFLOAT16: return launch<__nv_bfloat16>(a, FromCx<__nv_bfloat16>(), s);
+      case MLX_BOOL: return launch<bool>(a, CxToBool(), s);
+      default: return LC_CU_UNSUPPORTED; // integers: the CPU's saturating casts
+    }
+  }
+  switch (a.in_dt) {
+    case MLX_FLOAT32: return to_cx<float>(a, s);
+    case MLX_FLOAT64: return to_cx<double>(a, s);
+    case MLX_FLOAT16: return to_cx<__half>(a, s);
+    case MLX_BFLOAT16: return to_cx<__nv_bfloat16>(a, s);
+    case MLX_BOOL: return to_cx<bool>(a, s);
+    case MLX_INT8: return to_cx<int8_t>(a, s);
+    case MLX_INT16: return to_cx<int16_t>(a, s);
+    case MLX_INT32: return to_cx<int32_t>(a, s);
+    case MLX_INT64: return to_cx<long long>(a, s);
+    case MLX_UINT8: return to_cx<uint8_t>(a, s);
+    case MLX_UINT16: return to_cx<uint16_t>(a, s);
+    case MLX_UINT32: return to_cx<uint32_t>(a, s);
+    case MLX_UINT64: return to_cx<unsigned long long>(a, s);
+    default: return LC_CU_UNSUPPORTED;
+  }
+}
+
+int dispatch(const lc_cu_ew &a, cudaStream_t s) {
+  if (a.op == LC_OP_ASTYPE) return astype(a, s);
+  if (a.in_dt != MLX_COMPLEX64) return LC_CU_UNSUPPORTED;
+  switch (a.op) {
+    case LC_OP_SELECT:
+      if (a.out_dt != MLX_COMPLEX64) return LC_CU_UNSUPPORTED;
+      lc_launch(select_kernel, dim3(blocks_for(a.n)), dim3(256), 0, s, a);
+      return done();
+    case LC_OP_EW_COPY: return launch<Cx>(a, Copy(), s);
+    case LC_OP_NEGATIVE: return launch<Cx>(a, Neg(), s);
+    case LC_OP_CONJUGATE: return launch<Cx>(a, Conj(), s);
+    case LC_OP_SQUARE: return launch<Cx>(a, Square(), s);
+    case LC_OP_SIGN: return launch<Cx>(a, Sign(), s);
+    case LC_OP_EXP: return launch<Cx>(a, Exp(), s);
+    case LC_OP_LOG: return launch<Cx>(a, Log(), s);
+    case LC_OP_SQRT: return launch<Cx>(a, Sqrt(), s);
+    case LC_OP_SIN: return launch<Cx>(a, Sin(), s);
+    case LC_OP_COS: return launch<Cx>(a, Cos(), s);
+    case LC_OP_TAN: return launch<Cx>(a, Tan(), s);
+    case LC_OP_SINH: return launch<Cx>(a, Sinh(), s);
+    case LC_OP_COSH: return launch<Cx>(a, Cosh(), s);
+    case LC_OP_TANH: return launch<Cx>(a, Tanh(), s);
+    case LC_OP_ABS: return launch<float>(a, Abs(), s);
+    case LC_OP_REAL: return launch<float>(a, Real(), s);
+    case LC_OP_IMAG: return launch<float>(a, Imag(), s);
+    case LC_OP_ADD: return launch<Cx>(a, Add(), s);
+    case LC_OP_SUBTRACT: return launch<Cx>(a, Sub(), s);
+    case LC_OP_MULTIPLY: return launch<Cx>(a, Mul(), s);
+    case LC_OP_DIVIDE: return launch<Cx>(a, Div(), s);
+    case LC_OP_EQUAL: return launch<bool>(a, Eq(), s);
+    case LC_OP_NOT_EQUAL: return launch<bool>(a, Ne(), s);
+    default: return LC_CU_UNSUPPORTED; // power, nan_equal: the CPU
+  }
+}
+
+}  // namespace
+
+extern "C" int lc_cu_elementwise_complex(const struct lc_cu_ew *a, void *stream) {
+  if (a->n == 0) return 0;
+  return dispatch(*a, (cudaStream_t)stream);
+}

@@ -1,0 +1,150 @@
+/* complex64 elementwise ops on the GPU against the CPU, on random values
+ * with contiguous, broadcast and transposed operands: + - * and the
+ * conversions, negative, conjugate, real, imag, select and equality bit
+ * for bit; / within an ulp (both divide in double), |z|, sign, square and
+ * the elementary functions within float rounding. Each result is made on
+ * the GPU (no host round trip). Skips without a GPU. */
+#include "gpu_bits.h"
+
+typedef int (*un_fn)(mlx_array *, const mlx_array, const mlx_stream);
+typedef int (*bin_fn)(mlx_array *, const mlx_array, const mlx_array, const mlx_stream);
+
+static mlx_stream cpu;
+
+/* re + i im from uniform parts in [lo, hi), shape (R, C). */
+static mlx_array rand_cx(int R, int C, double lo, double hi) {
+  int sh[2] = {R, C};
+  mlx_array re = test_rand_f32(sh, 2, lo, hi), im = test_rand_f32(sh, 2, lo, hi);
+  mlx_array i = mlx_array_new_complex(0, 1), a = mlx_array_new(), z = mlx_array_new();
+  CHECK_OK(mlx_multiply(&a, im, i, cpu));
+  CHECK_OK(mlx_add(&z, re, a, cpu));
+  CHECK_OK(mlx_array_eval(z));
+  mlx_array_free(re), mlx_array_free(im), mlx_array_free(i), mlx_array_free(a);
+  return z;
+}
+
+/* got (GPU) against want (CPU): both parts of complex values. */
+static void check_cx(mlx_array got, mlx_array want, double rtol, double atol, const char *what) {
+  CHECK_OK(mlx_array_eval(got));
+  CHECK_MSG(made_on_gpu(got), "%s: the result went through the host", what);
+  if (mlx_array_dtype(want) != MLX_COMPLEX64) {
+    if (rtol == 0 && atol == 0)
+      GPU_SAME_BITS(got, want, true, what);
+    else
+      CHECK_SAME(got, want, rtol, atol, what);
+    return;
+  }
+  CHECK(mlx_array_dtype(got) == MLX_COMPLEX64);
+  mlx_array gr = mlx_array_new(), gi = mlx_array_new(), wr = mlx_array_new(),
+            wi = mlx_array_new();
+  CHECK_OK(mlx_real(&gr, got, cpu));
+  CHECK_OK(mlx_imag(&gi, got, cpu));
+  CHECK_OK(mlx_real(&wr, want, cpu));
+  CHECK_OK(mlx_imag(&wi, want, cpu));
+  CHECK_OK(mlx_array_eval(gr));
+  CHECK_OK(mlx_array_eval(gi));
+  char w2[96];
+  snprintf(w2, sizeof w2, "%s (real)", what);
+  if (rtol == 0 && atol == 0) GPU_SAME_BITS(gr, wr, true, w2); else CHECK_SAME(gr, wr, rtol, atol, w2);
+  snprintf(w2, sizeof w2, "%s (imag)", what);
+  if (rtol == 0 && atol == 0) GPU_SAME_BITS(gi, wi, true, w2); else CHECK_SAME(gi, wi, rtol, atol, w2);
+  mlx_array_free(gr), mlx_array_free(gi), mlx_array_free(wr), mlx_array_free(wi);
+}
+
+static void unaries(mlx_array x, mlx_array xg) {
+  static const struct { const char *name; un_fn f; double rtol, atol; } ops[] = {
+      {"negative", mlx_negative, 0, 0}, {"conjugate", mlx_conjugate, 0, 0},
+      {"real", mlx_real, 0, 0},         {"imag", mlx_imag, 0, 0},
+      {"square", mlx_square, 0, 0},     {"abs", mlx_abs, 2.5e-7, 0},
+      {"sign", mlx_sign, 4e-7, 1e-7},   {"exp", mlx_exp, 2e-6, 2e-6},
+      {"log", mlx_log, 2e-6, 2e-6},     {"sqrt", mlx_sqrt, 2e-6, 2e-6},
+      {"sin", mlx_sin, 2e-6, 2e-6},     {"cos", mlx_cos, 2e-6, 2e-6},
+      {"tan", mlx_tan, 2e-6, 2e-6},     {"sinh", mlx_sinh, 2e-6, 2e-6},
+      {"cosh", mlx_cosh, 2e-6, 2e-6},   {"tanh", mlx_tanh, 2e-6, 2e-6}};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    mlx_array g = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(ops[k].f(&g, xg, gpu_stream));
+    CHECK_OK(ops[k].f(&c, x, cpu));
+    CHECK_OK(mlx_array_eval(c));
+    check_cx(g, c, ops[k].rtol, ops[k].atol, ops[k].name);
+    mlx_array_free(g), mlx_array_free(c);
+  }
+}
+
+static void binaries(mlx_array x, mlx_array y, mlx_array xg, mlx_array yg, const char *form) {
+  static const struct { const char *name; bin_fn f; double rtol; } ops[] = {
+      {"add", mlx_add, 0},     {"subtract", mlx_subtract, 0}, {"multiply", mlx_multiply, 0},
+      {"divide", mlx_divide, 1.2e-7}, {"equal", mlx_equal, 0}, {"not_equal", mlx_not_equal, 0}};
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "%s, %s", ops[k].name, form);
+    mlx_array g = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(ops[k].f(&g, xg, yg, gpu_stream));
+    CHECK_OK(ops[k].f(&c, x, y, cpu));
+    CHECK_OK(mlx_array_eval(c));
+    check_cx(g, c, ops[k].rtol, 1e-30, what);
+    mlx_array_free(g), mlx_array_free(c);
+  }
+}
+
+static void conversions_and_select(mlx_array x, mlx_array xg) {
+  const mlx_dtype to[] = {MLX_FLOAT32, MLX_FLOAT64, MLX_FLOAT16, MLX_BFLOAT16, MLX_BOOL};
+  for (size_t k = 0; k < sizeof to / sizeof *to; k++) {
+    char what[64];
+    snprintf(what, sizeof what, "astype complex -> %d", (int)to[k]);
+    mlx_array g = mlx_array_new(), c = mlx_array_new(), back = mlx_array_new(),
+              cback = mlx_array_new();
+    CHECK_OK(mlx_astype(&g, xg, to[k], gpu_stream));
+    CHECK_OK(mlx_astype(&c, x, to[k], cpu));
+    CHECK_OK(mlx_array_eval(c));
+    check_cx(g, c, 0, 0, what);
+    snprintf(what, sizeof what, "astype %d -> complex", (int)to[k]);
+    CHECK_OK(mlx_astype(&back, g, MLX_COMPLEX64, gpu_stream));
+    CHECK_OK(mlx_astype(&cback, c, MLX_COMPLEX64, cpu));
+    CHECK_OK(mlx_array_eval(cback));
+    check_cx(back, cback, 0, 0, what);
+    mlx_array_free(g), mlx_array_free(c), mlx_array_free(back), mlx_array_free(cback);
+  }
+  int sh[2] = {mlx_array_shape(x)[0], mlx_array_shape(x)[1]};
+  mlx_array u = test_rand_f32(sh, 2, -1, 1), zero = mlx_array_new_float(0), m = mlx_array_new(),
+            mg, y = mlx_array_new(), yg, g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_greater(&m, u, zero, cpu));
+  CHECK_OK(mlx_array_eval(m));
+  mg = on_gpu(m);
+  CHECK_OK(mlx_conjugate(&y, x, cpu));
+  CHECK_OK(mlx_array_eval(y));
+  yg = on_gpu(y);
+  CHECK_OK(mlx_where(&g, mg, xg, yg, gpu_stream));
+  CHECK_OK(mlx_where(&c, m, x, y, cpu));
+  CHECK_OK(mlx_array_eval(c));
+  check_cx(g, c, 0, 0, "where");
+  mlx_array_free(u), mlx_array_free(zero), mlx_array_free(m), mlx_array_free(mg);
+  mlx_array_free(y), mlx_array_free(yg), mlx_array_free(g), mlx_array_free(c);
+}
+
+int main(void) {
+  if (!gpu_test_init()) return TEST_SKIP;
+  cpu = mlx_default_cpu_stream_new();
+  size_t base = test_active_memory();
+  mlx_array x = rand_cx(37, 129, -2, 2), y = rand_cx(37, 129, -2, 2), row = rand_cx(1, 129, -2, 2);
+  mlx_array xg = on_gpu(x), yg = on_gpu(y), rg = on_gpu(row);
+  unaries(x, xg);
+  binaries(x, y, xg, yg, "contiguous");
+  binaries(x, row, xg, rg, "broadcast row");
+  binaries(x, x, xg, xg, "same operand");
+  mlx_array xt = mlx_array_new(), xtg = mlx_array_new(), ys = rand_cx(129, 37, -2, 2),
+            ysg = on_gpu(ys);
+  CHECK_OK(mlx_transpose(&xt, x, cpu));
+  CHECK_OK(mlx_transpose(&xtg, xg, gpu_stream));
+  binaries(xt, ys, xtg, ysg, "transposed");
+  unaries(xt, xtg);
+  conversions_and_select(x, xg);
+  mlx_array_free(x), mlx_array_free(y), mlx_array_free(row), mlx_array_free(xg);
+  mlx_array_free(yg), mlx_array_free(rg), mlx_array_free(xt), mlx_array_free(xtg);
+  mlx_array_free(ys), mlx_array_free(ysg);
+  mlx_clear_cache();
+  CHECK_MSG(test_active_memory() == base, "active memory %zu, was %zu", test_active_memory(),
+            base);
+  mlx_stream_free(cpu);
+  return test_done();
+}
