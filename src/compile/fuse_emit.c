@@ -85,8 +85,15 @@ int lc_fuse_emit(struct lc_fuse_ctx *c, const int *mem, int nm, int rid) {
     if (c->escapes[mem[m]]) out_vals[nout++] = ins->out[0];
   }
   int dev = p->instrs[mem[0]].dev; /* one per region */
-  bool too_wide = dev >= 0 && (nin > LC_FUSED_GPU_MAX_IN || nout > LC_FUSED_GPU_MAX_OUT);
-  if (nout > LC_FUSE_MAX_OUTS || too_wide) { /* left unfused: the members stay as they are */
+  bool stay_unfused = dev >= 0 && (nin > LC_FUSED_GPU_MAX_IN || nout > LC_FUSED_GPU_MAX_OUT);
+  /* the GPU's fused kernels have no complex values; its unfused ones do */
+  for (int m = 0; m < nm && dev >= 0 && !stay_unfused; m++) {
+    const struct lc_cinstr *ins = &p->instrs[mem[m]];
+    stay_unfused = p->vals[ins->out[0]].dtype == MLX_COMPLEX64;
+    for (int k = 0; k < ins->nin && !stay_unfused; k++)
+      stay_unfused = p->vals[ins->in[k]].dtype == MLX_COMPLEX64;
+  }
+  if (nout > LC_FUSE_MAX_OUTS || stay_unfused) { /* left unfused: the members stay as they are */
     rc = 0;
     goto done;
   }

@@ -2,8 +2,9 @@
  * with contiguous, broadcast and transposed operands: + - * and the
  * conversions, negative, conjugate, real, imag, select and equality bit
  * for bit; / within an ulp (both divide in double), |z|, sign, square and
- * the elementary functions within float rounding. Each result is made on
- * the GPU (no host round trip). Skips without a GPU. */
+ * the elementary functions within float rounding; a compiled complex
+ * function too. Each result is made on the GPU (no host round trip).
+ * Skips without a GPU. */
 #include "gpu_bits.h"
 
 typedef int (*un_fn)(mlx_array *, const mlx_array, const mlx_stream);
@@ -122,6 +123,44 @@ static void conversions_and_select(mlx_array x, mlx_array xg) {
   mlx_array_free(y), mlx_array_free(yg), mlx_array_free(g), mlx_array_free(c);
 }
 
+/* f(x, y) = exp(x * y + x) * conj(y) on the stream in payload */
+static int cx_fun(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
+  mlx_stream st = *(const mlx_stream *)payload;
+  mlx_array x = mlx_array_new(), y = mlx_array_new(), t[5];
+  for (int i = 0; i < 5; i++) t[i] = mlx_array_new();
+  int rc = mlx_vector_array_get(&x, in, 0) || mlx_vector_array_get(&y, in, 1) ||
+           mlx_multiply(&t[0], x, y, st) || mlx_add(&t[1], t[0], x, st) ||
+           mlx_exp(&t[2], t[1], st) || mlx_conjugate(&t[3], y, st) ||
+           mlx_multiply(&t[4], t[2], t[3], st) || mlx_vector_array_set_value(res, t[4]);
+  for (int i = 0; i < 5; i++) mlx_array_free(t[i]);
+  mlx_array_free(x), mlx_array_free(y);
+  return rc;
+}
+
+/* Compiled on the GPU, a complex region runs as separate GPU kernels (the
+ * fused kernels have no complex values): on the GPU, as the CPU computes. */
+static void compiled(mlx_array x, mlx_array y, mlx_array xg, mlx_array yg) {
+  mlx_closure f = mlx_closure_new_func_payload(cx_fun, &gpu_stream, NULL), cf = mlx_closure_new(),
+              fc = mlx_closure_new_func_payload(cx_fun, &cpu, NULL);
+  CHECK_OK(mlx_compile(&cf, f, false));
+  mlx_array gin[2] = {xg, yg}, cin[2] = {x, y};
+  mlx_vector_array vg = mlx_vector_array_new_data(gin, 2), vc = mlx_vector_array_new_data(cin, 2);
+  for (int rep = 0; rep < 2; rep++) {
+    mlx_vector_array og = mlx_vector_array_new(), oc = mlx_vector_array_new();
+    CHECK_OK(mlx_closure_apply(&og, cf, vg));
+    CHECK_OK(mlx_closure_apply(&oc, fc, vc));
+    mlx_array g = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(mlx_vector_array_get(&g, og, 0));
+    CHECK_OK(mlx_vector_array_get(&c, oc, 0));
+    CHECK_OK(mlx_array_eval(c));
+    check_cx(g, c, 1e-5, 1e-5, "compiled exp(x y + x) conj(y)");
+    mlx_array_free(g), mlx_array_free(c);
+    mlx_vector_array_free(og), mlx_vector_array_free(oc);
+  }
+  mlx_vector_array_free(vg), mlx_vector_array_free(vc);
+  mlx_closure_free(f), mlx_closure_free(cf), mlx_closure_free(fc);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   cpu = mlx_default_cpu_stream_new();
@@ -139,6 +178,7 @@ int main(void) {
   binaries(xt, ys, xtg, ysg, "transposed");
   unaries(xt, xtg);
   conversions_and_select(x, xg);
+  compiled(x, y, xg, yg);
   mlx_array_free(x), mlx_array_free(y), mlx_array_free(row), mlx_array_free(xg);
   mlx_array_free(yg), mlx_array_free(rg), mlx_array_free(xt), mlx_array_free(xtg);
   mlx_array_free(ys), mlx_array_free(ysg);
