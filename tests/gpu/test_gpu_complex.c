@@ -167,7 +167,10 @@ int main(void) {
   size_t base = test_active_memory();
   mlx_array x = rand_cx(37, 129, -2, 2), y = rand_cx(37, 129, -2, 2), row = rand_cx(1, 129, -2, 2);
   mlx_array xg = on_gpu(x), yg = on_gpu(y), rg = on_gpu(row);
-  unaries(x, xg);
+  /* parts within (-1, 1): no poles of tan and tanh (at pi/2) */
+  mlx_array u = rand_cx(37, 129, -1, 1), ug = on_gpu(u), s = rand_cx(37, 129, -0.5, 0.5),
+            sg = on_gpu(s), s2 = rand_cx(37, 129, -0.5, 0.5), s2g = on_gpu(s2);
+  unaries(u, ug);
   binaries(x, y, xg, yg, "contiguous");
   binaries(x, row, xg, rg, "broadcast row");
   binaries(x, x, xg, xg, "same operand");
@@ -176,9 +179,14 @@ int main(void) {
   CHECK_OK(mlx_transpose(&xt, x, cpu));
   CHECK_OK(mlx_transpose(&xtg, xg, gpu_stream));
   binaries(xt, ys, xtg, ysg, "transposed");
-  unaries(xt, xtg);
+  mlx_array ut = mlx_array_new(), utg = mlx_array_new();
+  CHECK_OK(mlx_transpose(&ut, u, cpu));
+  CHECK_OK(mlx_transpose(&utg, ug, gpu_stream));
+  unaries(ut, utg);
   conversions_and_select(x, xg);
-  compiled(x, y, xg, yg);
+  compiled(s, s2, sg, s2g);
+  mlx_array_free(u), mlx_array_free(ug), mlx_array_free(s), mlx_array_free(sg);
+  mlx_array_free(s2), mlx_array_free(s2g), mlx_array_free(ut), mlx_array_free(utg);
   mlx_array_free(x), mlx_array_free(y), mlx_array_free(row), mlx_array_free(xg);
   mlx_array_free(yg), mlx_array_free(rg), mlx_array_free(xt), mlx_array_free(xtg);
   mlx_array_free(ys), mlx_array_free(ysg);
