@@ -13,6 +13,7 @@
 
 #include "compile/fuse_internal.h"
 #include "core/error.h"
+#include "gpu/gpu.h"
 #include "ops/prim.h"
 
 /* The root of a broadcast chain ending at value v (a broadcast with a
@@ -87,7 +88,7 @@ int lc_fuse_emit(struct lc_fuse_ctx *c, const int *mem, int nm, int rid) {
   int dev = p->instrs[mem[0]].dev; /* one per region */
   bool stay_unfused = dev >= 0 && (nin > LC_FUSED_GPU_MAX_IN || nout > LC_FUSED_GPU_MAX_OUT);
   /* the GPU's fused kernels have no complex values; its unfused ones do */
-  for (int m = 0; m < nm && dev >= 0 && !stay_unfused; m++) {
+  for (int m = 0; m < nm && dev >= 0 && !stay_unfused && lc_gpu_complex_kernels(); m++) {
     const struct lc_cinstr *ins = &p->instrs[mem[m]];
     stay_unfused = p->vals[ins->out[0]].dtype == MLX_COMPLEX64;
     for (int k = 0; k < ins->nin && !stay_unfused; k++)

@@ -84,5 +84,9 @@ unsigned *lc_gpu_tile_counters(int dev, size_t *n);
  * An evaluation replayed from a CUDA graph runs no evaluator and is not
  * counted. 0 without CUDA. */
 unsigned long lc_gpu_gemv_launches(void);
+/* Whether complex64 elementwise ops run as GPU kernels (gpu/cuda/
+ * ew_complex.cu; LACE_CUDA_COMPLEX=0: no, they run on the CPU on host
+ * copies, as every complex op did before). Read once. */
+bool lc_gpu_complex_kernels(void);
 
 #endif

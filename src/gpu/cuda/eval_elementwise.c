@@ -3,6 +3,8 @@
  * (builders broadcast); their strides are collapsed so that contiguous and
  * scalar inputs take the flat path and views need few dimensions. */
 #ifdef LACE_CUDA
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gpu/cuda/eval.h"
@@ -43,6 +45,17 @@ static bool collapse(struct lc_cu_ew *a, const struct lc_node *n) {
   return true;
 }
 
+static bool complex_on = true;
+static void read_complex_env(void) {
+  const char *e = getenv("LACE_CUDA_COMPLEX");
+  complex_on = !(e && strcmp(e, "0") == 0);
+}
+bool lc_gpu_complex_kernels(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, read_complex_env);
+  return complex_on;
+}
+
 int lc_cuda_eval_elementwise(struct lc_node *n) {
   const struct lc_prim *p = lc_prims[n->op];
   if (n->nin > LC_CU_MAX_IN) return LC_EVAL_ON_CPU;
@@ -52,6 +65,7 @@ int lc_cuda_eval_elementwise(struct lc_node *n) {
   a.out_dt = n->dtype;
   a.in_dt = n->in[n->nin - 1]->dtype;
   bool cx = n->dtype == MLX_COMPLEX64 || a.in_dt == MLX_COMPLEX64;
+  if (cx && !lc_gpu_complex_kernels()) return LC_EVAL_ON_CPU;
   a.nin = n->nin;
   a.n = n->size;
   if (n->op == LC_OP_NAN_TO_NUM && n->params_size >= 3 * sizeof(double))
