@@ -84,5 +84,5 @@ void lc_gpu_graphs_set(int on) { (void)on; }
 int lc_gpu_graphs_on(void) { return 0; }
 void lc_gpu_graphs_clear(void) {}
 void lc_gpu_graph_stats(struct lc_gpu_graph_stats *s) { memset(s, 0, sizeof *s); }
-#endif
 bool lc_gpu_complex_kernels(void) { return false; }
+#endif

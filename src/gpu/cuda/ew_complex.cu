@@ -3,12 +3,13 @@
 // ew_index.cuh places them. Semantics are C99's complex float, as the CPU
 // kernels (ops/unary.c, ops/binary.c, astype) compute them: + - and the
 // conversions exactly; * as the naive product with Annex G's recovery of
-// infinities when both parts come out NaN (GCC's __mulsc3); / in double
-// (Smith's method) rounded to float, as libgcc divides complex floats;
-// |z| by hypotf; the transcendental functions through their real
-// formulas, evaluated in double and rounded, so they agree with glibc's
-// cexpf, clogf, ... to rounding, not bit for bit, and special values
-// (infinite or NaN parts) follow the formulas rather than Annex G.
+// infinities when both parts come out NaN (GCC's __mulsc3); / by the
+// plain formula in double, rounded, as libgcc (GCC 12) divides complex
+// floats; |z| as glibc's hypotf; the transcendental functions through
+// their real formulas, evaluated in double and rounded, so they agree
+// with glibc's cexpf, clogf, ... to rounding, not bit for bit, and special
+// values (infinite or NaN parts) follow the formulas rather than Annex G,
+// real arguments of sinh and cosh (and so sin and cos) aside.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -73,19 +74,12 @@ __device__ Cx mul(Cx a, Cx b) {
   return cx(x, y);
 }
 
-// a / b in double, Smith's method, rounded to float; 0 and infinite
-// divisors as Annex G.
+// a / b as libgcc divides complex floats: the plain formula in double
+// (float parts: the products are exact and nothing overflows), rounded;
+// zero and infinite operands recovered as Annex G.
 __device__ Cx div(Cx a, Cx b) {
-  double p = a.re, q = a.im, r = b.re, t = b.im, x, y;
-  if (fabs(r) >= fabs(t)) {
-    double s = t / r, d = r + t * s;
-    x = (p + q * s) / d;
-    y = (q - p * s) / d;
-  } else {
-    double s = r / t, d = r * s + t;
-    x = (p * s + q) / d;
-    y = (q * s - p) / d;
-  }
+  double p = a.re, q = a.im, r = b.re, t = b.im;
+  double den = r * r + t * t, x = (p * r + q * t) / den, y = (q * r - p * t) / den;
   if (isnan(x) && isnan(y)) {
     if (r == 0 && t == 0 && (!isnan(p) || !isnan(q))) {
       x = copysign(INFINITY, r) * p;
@@ -103,13 +97,25 @@ __device__ Cx div(Cx a, Cx b) {
   return cxd(x, y);
 }
 
+// |z| as glibc's hypotf: the double sum of squares, its root rounded once;
+// infinite if either part is.
+__device__ float c_abs(Cx z) {
+  if (isinf(z.re) || isinf(z.im)) return INFINITY;
+  double x = z.re, y = z.im;
+  return __double2float_rn(sqrt(__dadd_rn(__dmul_rn(x, x), __dmul_rn(y, y))));
+}
+
 __device__ Cx c_exp(Cx z) {
   double e = exp((double)z.re);
   if (z.im == 0) return cx(__double2float_rn(e), z.im); // exp of a real stays real
   return cxd(e * cos((double)z.im), e * sin((double)z.im));
 }
+// log|z| near |z| = 1 through log1p of |z|^2 - 1 (exact products of
+// float parts), where log(hypot) would cancel.
 __device__ Cx c_log(Cx z) {
-  return cxd(log(hypot((double)z.re, (double)z.im)), atan2((double)z.im, (double)z.re));
+  double x = z.re, y = z.im, h = hypot(x, y);
+  double re = h >= 0.5 && h <= 2 ? 0.5 * log1p((x - 1) * (x + 1) + y * y) : log(h);
+  return cxd(re, atan2(y, x));
 }
 // The principal root, both parts from one stable formula.
 __device__ Cx c_sqrt(Cx z) {
@@ -120,19 +126,25 @@ __device__ Cx c_sqrt(Cx z) {
   if (x >= 0) return cxd(m, y / (2 * m));
   return cxd(fabs(y) / (2 * m), copysign(m, y));
 }
+// A real argument (y = 0) stays real, its zero imaginary part signed as
+// C's (no inf * 0 for large x).
 __device__ Cx c_sinh(Cx z) {
   double x = z.re, y = z.im;
+  if (y == 0) return cx(__double2float_rn(sinh(x)), z.im);
   return cxd(sinh(x) * cos(y), cosh(x) * sin(y));
 }
 __device__ Cx c_cosh(Cx z) {
   double x = z.re, y = z.im;
+  if (y == 0) return cx(__double2float_rn(cosh(x)), signbit(x) ? -z.im : z.im);
   return cxd(cosh(x) * cos(y), sinh(x) * sin(y));
 }
+// (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y): no cancellation
+// near the poles (y = pi/2)
 __device__ Cx c_tanh(Cx z) {
   double x = z.re, y = z.im;
   if (fabs(x) > 20) return cxd(copysign(1.0, x), 4 * sin(y) * cos(y) * exp(-2 * fabs(x)));
-  double d = cosh(2 * x) + cos(2 * y);
-  return cxd(sinh(2 * x) / d, sin(2 * y) / d);
+  double sx = sinh(x), cy = cos(y), d = sx * sx + cy * cy;
+  return cxd(sx * cosh(x) / d, sin(y) * cy / d);
 }
 // sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz)
 __device__ Cx c_sin(Cx z) {
@@ -186,12 +198,12 @@ CX_BIN(Div, div(x, y))
 struct Sign {
   __device__ Cx operator()(Cx x, Cx) const {
     if (x.re == 0 && x.im == 0) return x;
-    float m = hypotf(x.re, x.im);
+    float m = c_abs(x);
     return cx(__fdiv_rn(x.re, m), __fdiv_rn(x.im, m));
   }
 };
 struct Abs {
-  __device__ float operator()(Cx x, Cx) const { return hypotf(x.re, x.im); }
+  __device__ float operator()(Cx x, Cx) const { return c_abs(x); }
 };
 struct Real {
   __device__ float operator()(Cx x, Cx) const { return x.re; }
