@@ -236,6 +236,7 @@ static void specials(void) {
 }
 
 int main(void) {
+  setenv("LACE_CUDA_COMPLEX", "1", 1); /* opt-in for now: this test is what would lift that */
   if (!gpu_test_init()) return TEST_SKIP;
   cpu = mlx_default_cpu_stream_new();
   size_t base = test_active_memory();
