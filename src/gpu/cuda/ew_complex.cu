@@ -80,18 +80,19 @@ __device__ Cx mul(Cx a, Cx b) {
 __device__ Cx div(Cx a, Cx b) {
   double p = a.re, q = a.im, r = b.re, t = b.im;
   double den = r * r + t * t, x = (p * r + q * t) / den, y = (q * r - p * t) / den;
-  if (isnan(x) && isnan(y)) {
-    if (r == 0 && t == 0 && (!isnan(p) || !isnan(q))) {
-      x = copysign(INFINITY, r) * p;
-      y = copysign(INFINITY, r) * q;
-    } else if ((isinf(p) || isinf(q)) && isfinite(r) && isfinite(t)) {
-      double P = copysign(isinf(p) ? 1.0 : 0.0, p), Q = copysign(isinf(q) ? 1.0 : 0.0, q);
-      x = INFINITY * (P * r + Q * t);
-      y = INFINITY * (Q * r - P * t);
-    } else if ((isinf(r) || isinf(t)) && isfinite(p) && isfinite(q)) {
-      double R = copysign(isinf(r) ? 1.0 : 0.0, r), T = copysign(isinf(t) ? 1.0 : 0.0, t);
-      x = 0.0 * (p * R + q * T);
-      y = 0.0 * (q * R - p * T);
+  if (isnan(x) && isnan(y)) { /* the recovery in float, as libgcc's (its sums may overflow) */
+    float fp = a.re, fq = a.im, fr = b.re, ft = b.im;
+    if (fr == 0 && ft == 0 && (!isnan(fp) || !isnan(fq)))
+      return cx(copysignf(INFINITY, fr) * fp, copysignf(INFINITY, fr) * fq);
+    if ((isinf(fp) || isinf(fq)) && isfinite(fr) && isfinite(ft)) {
+      float P = copysignf(isinf(fp) ? 1.0f : 0.0f, fp), Q = copysignf(isinf(fq) ? 1.0f : 0.0f, fq);
+      return cx(INFINITY * __fadd_rn(__fmul_rn(P, fr), __fmul_rn(Q, ft)),
+                INFINITY * __fsub_rn(__fmul_rn(Q, fr), __fmul_rn(P, ft)));
+    }
+    if ((isinf(fr) || isinf(ft)) && isfinite(fp) && isfinite(fq)) {
+      float R = copysignf(isinf(fr) ? 1.0f : 0.0f, fr), T = copysignf(isinf(ft) ? 1.0f : 0.0f, ft);
+      return cx(0.0f * __fadd_rn(__fmul_rn(fp, R), __fmul_rn(fq, T)),
+                0.0f * __fsub_rn(__fmul_rn(fq, R), __fmul_rn(fp, T)));
     }
   }
   return cxd(x, y);
