@@ -47,6 +47,25 @@ struct direct {
   cudaEvent_t e0, e1;
 };
 
+/* The descriptors of d's product for cublasLtMatmul, as column-major
+ * C^T (n x m) = B^T (n x k) A^T (k x m), and cuBLASLt's first `want`
+ * heuristic answers (fitting WS) in res[0..*nres). Non-zero on failure;
+ * the caller destroys whatever was made. */
+static int lt_plan(struct direct *d, cublasLtMatmulDesc_t *desc, cublasLtMatrixLayout_t *la,
+                   cublasLtMatrixLayout_t *lb, cublasLtMatrixLayout_t *lc,
+                   cublasLtMatmulPreference_t *pref, int want,
+                   cublasLtMatmulHeuristicResult_t *res, int *nres) {
+  uint64_t wsb = WS;
+  return cublasLtMatmulDescCreate(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
+         cublasLtMatrixLayoutCreate(la, d->dt, d->n, d->k, d->n) ||
+         cublasLtMatrixLayoutCreate(lb, d->dt, d->k, d->m, d->k) ||
+         cublasLtMatrixLayoutCreate(lc, d->dt, d->n, d->m, d->n) ||
+         cublasLtMatmulPreferenceCreate(pref) ||
+         cublasLtMatmulPreferenceSetAttribute(*pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &wsb, sizeof wsb) ||
+         cublasLtMatmulAlgoGetHeuristic(d->lt, *desc, *la, *lb, *lc, *lc, *pref, want, res, nres);
+}
+
 /* Median milliseconds of `which` (0: cublasGemmEx, 1: cublasLt) per call
  * of `batch` calls queued back to back, or -1. */
 static float time_direct(struct direct *d, int which, int batch) {
@@ -57,20 +76,8 @@ static float time_direct(struct direct *d, int which, int batch) {
   cublasLtMatmulHeuristicResult_t res;
   int nres = 0;
   float out = -1;
-  if (which == 1) {
-    uint64_t wsb = WS;
-    /* column-major C^T (n x m) = B^T (n x k) A^T (k x m) */
-    if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
-        cublasLtMatrixLayoutCreate(&la, d->dt, d->n, d->k, d->n) ||
-        cublasLtMatrixLayoutCreate(&lb, d->dt, d->k, d->m, d->k) ||
-        cublasLtMatrixLayoutCreate(&lc, d->dt, d->n, d->m, d->n) ||
-        cublasLtMatmulPreferenceCreate(&pref) ||
-        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                             sizeof wsb) ||
-        cublasLtMatmulAlgoGetHeuristic(d->lt, desc, la, lb, lc, lc, pref, 1, &res, &nres) ||
-        nres < 1)
-      goto done;
-  }
+  if (which == 1 && (lt_plan(d, &desc, &la, &lb, &lc, &pref, 1, &res, &nres) || nres < 1))
+    goto done;
   for (int r = -2; r < REPS; r++) {
     if (r >= 0) cudaEventRecord(d->e0, 0);
     int st = 0;
@@ -157,16 +164,7 @@ static void candidates(struct direct *d, const char *name) {
   cublasLtMatmulPreference_t pref = NULL;
   cublasLtMatmulHeuristicResult_t res[CANDS];
   int nres = 0;
-  uint64_t wsb = WS;
-  if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
-      cublasLtMatrixLayoutCreate(&la, d->dt, d->n, d->k, d->n) ||
-      cublasLtMatrixLayoutCreate(&lb, d->dt, d->k, d->m, d->k) ||
-      cublasLtMatrixLayoutCreate(&lc, d->dt, d->n, d->m, d->n) ||
-      cublasLtMatmulPreferenceCreate(&pref) ||
-      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb,
-                                           sizeof wsb) ||
-      cublasLtMatmulAlgoGetHeuristic(d->lt, desc, la, lb, lc, lc, pref, CANDS, res, &nres))
-    nres = 0;
+  if (lt_plan(d, &desc, &la, &lb, &lc, &pref, CANDS, res, &nres)) nres = 0;
   enum { ROUNDS = 15 };
   int npath = nres + 2; /* gemmex, candidates, lace */
   float t[CANDS + 2][ROUNDS];

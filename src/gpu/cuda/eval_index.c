@@ -93,24 +93,6 @@ static int start_from_input(struct lc_node *n, struct lc_cu_copy *c0, const char
 
 /* ---- contiguous, concatenate ---- */
 
-/* As the CPU: contiguous inputs (column-major ones when allowed) are
- * shared, others copied row-major. */
-int lc_cuda_eval_copy(struct lc_node *n) {
-  struct lc_node *in = n->in[0];
-  bool allow_col = n->params && *(const int *)n->params;
-  if (lc_contiguous_shares(in, allow_col)) {
-    lc_node_set_view(n, in, in->strides, in->offset);
-    return 0;
-  }
-  int64_t rs[n->ndim > 0 ? n->ndim : 1];
-  lc_shape_strides(n->ndim, n->shape, rs);
-  struct lc_cu_copy c;
-  memset(&c, 0, sizeof c);
-  if (!plan_copy(&c, n->ndim, n->shape, rs, in->strides)) return LC_EVAL_ON_CPU;
-  if (lc_cuda_alloc_output(n)) return 1;
-  return finish(n, launch_copy(&c, n->buf->dev_data, in, n), "contiguous");
-}
-
 /* The row-major copy of input 0's elements into n's fresh buffer (same
  * bytes, whatever n's shape and dtype). */
 static int copy_row_major(struct lc_node *n, const char *name) {
@@ -122,6 +104,18 @@ static int copy_row_major(struct lc_node *n, const char *name) {
   if (!plan_copy(&c, in->ndim, in->shape, rs, in->strides)) return LC_EVAL_ON_CPU;
   if (lc_cuda_alloc_output(n)) return 1;
   return finish(n, launch_copy(&c, n->buf->dev_data, in, n), name);
+}
+
+/* As the CPU: contiguous inputs (column-major ones when allowed) are
+ * shared, others copied row-major. */
+int lc_cuda_eval_copy(struct lc_node *n) {
+  struct lc_node *in = n->in[0];
+  bool allow_col = n->params && *(const int *)n->params;
+  if (lc_contiguous_shares(in, allow_col)) {
+    lc_node_set_view(n, in, in->strides, in->offset);
+    return 0;
+  }
+  return copy_row_major(n, "contiguous");
 }
 
 /* reshape and the bitcast view: shared where the CPU shares, else copied
