@@ -118,6 +118,30 @@ int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_t
   return lc_graph_walk(outs, nout, tape_step, &all, tape);
 }
 
+int lc_node_inputs_to_device(struct lc_node *n) {
+  int slot = lc_gpu_current_slot(n->dev);
+  for (int i = 0; i < n->nin; i++) {
+    struct lc_buffer *b = n->in[i]->buf;
+    if (lc_buffer_to_device(b, n->dev)) return 1;
+    if (b->slot != slot && lc_gpu_after(n->dev, b->slot)) return 1;
+  }
+  return 0;
+}
+
+/* After the slots that wrote those of n's inputs already on n's GPU: a
+ * view that only shares orders its readers after them (they wait on the
+ * shared buffer's slot), and one that copies calls
+ * lc_node_inputs_to_device first. */
+static int after_device_inputs(struct lc_node *n) {
+  int slot = lc_gpu_current_slot(n->dev);
+  for (int i = 0; i < n->nin; i++) {
+    const struct lc_buffer *b = n->in[i]->buf;
+    if (b->dev_data && b->dev == n->dev && b->slot != slot && lc_gpu_after(n->dev, b->slot))
+      return 1;
+  }
+  return 0;
+}
+
 /* Computes n where it belongs. A node on a GPU runs its primitive's
  * eval_cuda on device copies of its inputs; a primitive without one (or
  * whose eval_cuda answers LC_EVAL_ON_CPU for these inputs) runs on the CPU
@@ -126,8 +150,10 @@ int lc_graph_tape(struct lc_node *const *outs, size_t nout, int all, struct lc_t
  * through lc_node_data, which brings it to the host where needed. A view
  * with an eval_cuda (dynamic_slice, whose offset may live on the GPU;
  * reshape and bitcast, which copy where they cannot share) runs that on a
- * GPU; where it answers LC_EVAL_ON_CPU, its eval_cpu copies through the
- * host itself.
+ * GPU without its inputs being uploaded: where it shares, a host input
+ * stays on the host; where it copies, it uploads them itself
+ * (lc_node_inputs_to_device); where it answers LC_EVAL_ON_CPU, its
+ * eval_cpu copies through the host.
  * Sets *gpu to the GPU used, if any. 0, or 1 after reporting. */
 static int eval_node(struct lc_node *n, int *gpu) {
   const struct lc_prim *p = lc_prims[n->op];
@@ -135,12 +161,8 @@ static int eval_node(struct lc_node *n, int *gpu) {
   if (n->dev != LC_DEV_CPU && p->eval_cuda) {
     /* on its stream's slot, after the slots that wrote its inputs */
     int prev = lc_gpu_set_slot(n->dev, lc_gpu_slot_of(n->stream));
-    int slot = lc_gpu_current_slot(n->dev), rc = 0;
-    for (int i = 0; i < n->nin && !rc; i++) {
-      struct lc_buffer *b = n->in[i]->buf;
-      rc = lc_buffer_to_device(b, n->dev);
-      if (!rc && b->slot != slot) rc = lc_gpu_after(n->dev, b->slot);
-    }
+    int slot = lc_gpu_current_slot(n->dev);
+    int rc = view ? after_device_inputs(n) : lc_node_inputs_to_device(n);
     if (!rc) rc = p->eval_cuda(n);
     if (rc == 0 && !view && n->buf && n->buf->dev_data) n->buf->slot = slot;
     (void)lc_gpu_set_slot(n->dev, prev);

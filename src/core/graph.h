@@ -32,6 +32,12 @@ int lc_graph_walk(struct lc_node *const *outs, size_t nout,
 
 /* Evaluates outs (any may already be evaluated). 0, or 1 after reporting. */
 int lc_eval(struct lc_node *const *outs, size_t nout);
+
+/* For an eval_cuda of a GPU node n, on n's slot: every input's data on
+ * n's GPU (uploaded where only the host holds it) and n's slot after the
+ * slots that wrote them. Non-view primitives have this done before their
+ * eval_cuda; views call it only where they copy. 0, or 1 after reporting. */
+int lc_node_inputs_to_device(struct lc_node *n);
 /* lc_eval without the final wait: GPU work may still be queued when it
  * returns (mlx_async_eval). Reading a result on the host (a download)
  * waits for it; errors of queued kernels surface at that wait. */

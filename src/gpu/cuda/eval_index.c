@@ -17,6 +17,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/graph.h"
 #include "core/half.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/index.h"
@@ -102,7 +103,7 @@ static int copy_row_major(struct lc_node *n, const char *name) {
   struct lc_cu_copy c;
   memset(&c, 0, sizeof c);
   if (!plan_copy(&c, in->ndim, in->shape, rs, in->strides)) return LC_EVAL_ON_CPU;
-  if (lc_cuda_alloc_output(n)) return 1;
+  if (lc_node_inputs_to_device(n) || lc_cuda_alloc_output(n)) return 1;
   return finish(n, launch_copy(&c, n->buf->dev_data, in, n), name);
 }
 
@@ -346,7 +347,7 @@ int lc_cuda_eval_dynamic_slice(struct lc_node *n) {
   memset(&c, 0, sizeof c);
   if (lc_host_reads_refused > 0 || !(atomic_load(&start->buf->valid) & LC_BUF_HOST)) {
     if (naxes <= MAXD && plan_copy(&c, n->ndim, n->shape, rs, a->strides)) {
-      if (lc_cuda_alloc_output(n)) return 1;
+      if (lc_node_inputs_to_device(n) || lc_cuda_alloc_output(n)) return 1;
       if (n->size == 0) return 0;
       set_dyn(&c.dyn, start, naxes, p + 1, a->shape, n->shape, a->strides);
       c.dyn_dst = 0;
