@@ -4,8 +4,10 @@
  * integer when the first product runs; full float32 otherwise), float16
  * and bfloat16 (float accumulation), float64. Handles
  * operands whose matrices are row- or column-major with one stride per
- * batch (or none: broadcast); gather/segmented products and other layouts
- * run on the CPU for now.
+ * batch (or none: broadcast); an operand of any other layout (a general
+ * strided view, batch dims broadcast in part) is first copied row-major,
+ * its broadcast batch dims expanded, into scratch on the GPU.
+ * gather/segmented products run on the CPU for now.
  *
  * Products of at most LC_CU_GEMV_MAX_M rows (a decode step's) use lace's
  * own GEMV kernels (gemv.cu) when their layout allows 16-byte loads.
@@ -81,15 +83,17 @@ void *lc_cuda_blas_workspace(int dev, size_t *size) {
 struct mat {
   cublasOperation_t op;
   int64_t ld, batch_stride;
+  const void *ptr; /* its data on the device */
 };
 
-/* x's matrices (R x C, dims [nb, split) and [split, ndim)), row-major
- * (op N on the transpose) or column-major (op T). false: another layout. */
-static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
-                   const int *out_shape, struct mat *m, int64_t *R, int64_t *C) {
+/* The matrices (R x C, dims [nb, split) and [split, ndim)) of an operand of
+ * this shape and these strides, row-major (op N on the transpose) or
+ * column-major (op T). false: another layout. */
+static bool layout_of(const int *shape, const int64_t *strides, int ndim, int nb, int split,
+                      const int *out_shape, struct mat *m, int64_t *R, int64_t *C) {
   int64_t rs, cs, bs = 0, bsz;
-  if (!lc_matmul_group(x->shape, x->strides, nb, split, R, &rs) ||
-      !lc_matmul_group(x->shape, x->strides, split, x->ndim, C, &cs))
+  if (!lc_matmul_group(shape, strides, nb, split, R, &rs) ||
+      !lc_matmul_group(shape, strides, split, ndim, C, &cs))
     return false;
   if (nb > 0) {
     /* one stride over the output's batch dims; broadcast dims have 0 */
@@ -98,13 +102,12 @@ static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
     if (nb > 16) return false;
     for (int d = 0; d < nb; d++) {
       sh[d] = out_shape[d];
-      st[d] = x->shape[d] == 1 ? 0 : x->strides[d];
+      st[d] = shape[d] == 1 ? 0 : strides[d];
     }
     bool zero = true;
     for (int d = 0; d < nb; d++) zero &= st[d] == 0 || sh[d] == 1;
     if (!zero && (!lc_matmul_group(sh, st, 0, nb, &bsz, &bs) || bs == 0)) return false;
     if (zero) bs = 0;
-    (void)nbatch_out;
   }
   m->batch_stride = bs;
   if (cs == 1 || *C == 1) { /* row-major: ld = row stride */
@@ -118,6 +121,41 @@ static bool layout(const struct lc_node *x, int nb, int split, int nbatch_out,
     return m->ld >= *R && m->ld > 0;
   }
   return false;
+}
+
+static bool layout(const struct lc_node *x, int nb, int split, const int *out_shape,
+                   struct mat *m, int64_t *R, int64_t *C) {
+  m->ptr = lc_node_dev_data(x);
+  return layout_of(x->shape, x->strides, x->ndim, nb, split, out_shape, m, R, C);
+}
+
+/* As layout, but an operand of another layout is copied first: row-major,
+ * with its broadcast batch dims expanded to the output's, into *tmp (the
+ * caller releases it once the product is queued: stream-ordered). 0,
+ * LC_EVAL_ON_CPU (too many dims or elements for the copy), or 1 after
+ * reporting. */
+static int operand(const struct lc_node *x, int nb, int split, const int *out_shape,
+                   struct mat *m, int64_t *R, int64_t *C, struct lc_buffer **tmp, int dev) {
+  if (layout(x, nb, split, out_shape, m, R, C)) return 0;
+  int nd = x->ndim;
+  if (nd > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
+  int sh[LC_CU_MAX_DIMS];
+  int64_t st[LC_CU_MAX_DIMS], rs[LC_CU_MAX_DIMS], count = 1;
+  for (int d = 0; d < nd; d++) {
+    bool expand = d < nb && x->shape[d] == 1;
+    sh[d] = expand ? out_shape[d] : x->shape[d];
+    st[d] = expand ? 0 : x->strides[d];
+    if (sh[d] && count > INT64_MAX / 16 / sh[d]) return LC_EVAL_ON_CPU;
+    count *= sh[d];
+  }
+  size_t isz = lc_dtype_size(x->dtype);
+  lc_shape_strides(nd, sh, rs);
+  if (!layout_of(sh, rs, nd, nb, split, out_shape, m, R, C)) return LC_EVAL_ON_CPU;
+  if (!(*tmp = lc_buffer_new_device((size_t)count * isz, dev))) return 1;
+  m->ptr = (*tmp)->dev_data;
+  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(x), (int)isz, nd, sh,
+                                           st, count, lc_gpu_stream(dev)),
+                        "matmul (copy of an operand)");
 }
 
 /* LACE_CUDA_BLASLT=0: products go to cublasGemmStridedBatchedEx instead of
@@ -151,8 +189,8 @@ static int lt_product(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t 
     g.key.stride_a = B->batch_stride, g.key.stride_b = A->batch_stride, g.key.stride_c = M * N;
   g.key.dt = (int32_t)dt, g.key.ct = (int32_t)ct;
   g.key.opa = (int32_t)B->op, g.key.opb = (int32_t)A->op;
-  g.a = lc_node_dev_data(n->in[1]);
-  g.b = lc_node_dev_data(n->in[0]);
+  g.a = B->ptr;
+  g.b = A->ptr;
   g.c = n->buf->dev_data;
   g.key.align_a = lc_cuda_lt_align(g.a);
   g.key.align_b = lc_cuda_lt_align(g.b);
@@ -214,7 +252,7 @@ static int try_gemv(struct lc_node *n, const struct mat *A, const struct mat *B,
   if (gemv_disabled() || !gemv_rows_of(A, B, M, K, batches, &rows, &lda)) return LC_CU_UNSUPPORTED;
   struct lc_cu_gemv g = {.dt = n->dtype, .dev = n->dev, .M = (int)rows, .N = N, .K = K,
                          .lda = lda, .ldb = B->ld, .b_cols = B->op == CUBLAS_OP_T,
-                         .a = lc_node_dev_data(n->in[0]), .b = lc_node_dev_data(n->in[1]),
+                         .a = A->ptr, .b = B->ptr,
                          .out = n->buf->dev_data, .c = c, .ldc = ldc};
   size_t part = 0;
   int rc = lc_cu_gemv_plan(&g, &part);
@@ -241,7 +279,7 @@ static const void *gemv_addend(struct lc_node *n, const struct lc_matmul_params 
   const struct lc_node *c = n->in[2];
   struct mat C;
   int64_t R, Cn;
-  if (layout(c, p->nb, p->a_split, p->nb, n->shape, &C, &R, &Cn) && R == M && Cn == N &&
+  if (layout(c, p->nb, p->a_split, n->shape, &C, &R, &Cn) && R == M && Cn == N &&
       C.op == CUBLAS_OP_N) {
     int64_t ld = M > 1 ? C.ld : (batches > 1 ? C.batch_stride : N);
     if (batches == 1 || M == 1 || C.batch_stride == M * C.ld) {
@@ -287,7 +325,8 @@ static void read_tf32(void) {
   tf32_on = e && atoi(e) != 0;
 }
 
-int lc_cuda_eval_matmul(struct lc_node *n) {
+/* lc_cuda_eval_matmul with its operand copies' owner. */
+static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
   const struct lc_matmul_params *p = n->params;
   const struct lc_node *a = n->in[0], *b = n->in[1];
   cudaDataType_t dt;
@@ -307,9 +346,10 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
     return LC_EVAL_ON_CPU;
   struct mat A, B;
   int64_t M, K, K2, N;
-  if (!layout(a, p->nb, p->a_split, p->nb, n->shape, &A, &M, &K) ||
-      !layout(b, p->nb, p->b_split, p->nb, n->shape, &B, &K2, &N) || K != K2)
-    return LC_EVAL_ON_CPU;
+  int orc = operand(a, p->nb, p->a_split, n->shape, &A, &M, &K, &tmp[0], n->dev);
+  if (!orc) orc = operand(b, p->nb, p->b_split, n->shape, &B, &K2, &N, &tmp[1], n->dev);
+  if (orc) return orc;
+  if (K != K2) return LC_EVAL_ON_CPU;
   int64_t batches = 1;
   for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
   if (M > INT32_MAX || N > INT32_MAX || K > INT32_MAX || batches > INT32_MAX ||
@@ -360,8 +400,8 @@ int lc_cuda_eval_matmul(struct lc_node *n) {
   if (rc == LC_CUDA_LT_DECLINED)
     rc = lc_cuda_blas_check(
       cublasGemmStridedBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
-                                 lc_node_dev_data(b), dt, (int)B.ld, B.batch_stride,
-                                 lc_node_dev_data(a), dt, (int)A.ld, A.batch_stride, betap,
+                                 B.ptr, dt, (int)B.ld, B.batch_stride,
+                                 A.ptr, dt, (int)A.ld, A.batch_stride, betap,
                                  n->buf->dev_data, dt, (int)N, M * N, (int)batches, ct,
                                  CUBLAS_GEMM_DEFAULT),
       "matmul", "gemm");
@@ -373,6 +413,14 @@ fail:
 fail_rc:
   lc_buffer_release(n->buf);
   n->buf = NULL;
+  return rc;
+}
+
+int lc_cuda_eval_matmul(struct lc_node *n) {
+  struct lc_buffer *tmp[2] = {NULL, NULL};
+  int rc = matmul_with(n, tmp);
+  lc_buffer_release(tmp[0]);
+  lc_buffer_release(tmp[1]);
   return rc;
 }
 
@@ -390,8 +438,8 @@ static int try_gemv_group(struct lc_node *n, const struct lc_mm_group_params *gp
     const struct lc_node *b = n->in[1 + k];
     struct mat A, B;
     int64_t M, K, K2, N, batches = 1;
-    if ((int)b->dtype != g.dt || !layout(n->in[0], p->nb, p->a_split, p->nb, shapes[k], &A, &M, &K) ||
-        !layout(b, p->nb, p->b_split, p->nb, shapes[k], &B, &K2, &N) || K != K2 ||
+    if ((int)b->dtype != g.dt || !layout(n->in[0], p->nb, p->a_split, shapes[k], &A, &M, &K) ||
+        !layout(b, p->nb, p->b_split, shapes[k], &B, &K2, &N) || K != K2 ||
         B.op != CUBLAS_OP_N)
       return LC_CU_UNSUPPORTED;
     for (int d = 0; d < p->nb; d++) batches *= shapes[k][d];
