@@ -1,8 +1,9 @@
 /* eval_cuda of the fast family (rms_norm, layer_norm, rope, attention):
  * describes the node for the launchers of gpu/cuda/fast.cu and
- * fast_sdpa.cu. Inputs arrive with any strides: norms and rope read rows
- * through the leading dimensions' strides, attention copies q, k or v to a
- * contiguous scratch when its rows are not 16-byte packs. Norm and rope
+ * fast_sdpa.cu. Inputs arrive with any strides: norms copy x, weight or
+ * bias to a contiguous scratch unless row-major (unit stride), rope reads
+ * rows through the leading dimensions' strides, attention copies q, k or v
+ * to a contiguous scratch when its rows are not 16-byte packs. Norm and rope
  * outputs take over x's buffer when it may be donated (every element is
  * read before it is written, by the thread that writes it). What no kernel
  * covers (float64 attention, head dims that are not whole packs or exceed
@@ -48,45 +49,75 @@ static int out_buffer(struct lc_node *n) {
   return lc_cuda_alloc_output(n);
 }
 
-static int norm_cuda(struct lc_node *n, bool layer) {
+/* x's elements row-major in fresh scratch *tmp (the caller releases it
+ * once its readers are queued: stream-ordered), *ptr pointing there. 0,
+ * LC_EVAL_ON_CPU (more dims than the copy kernel takes), or 1 after
+ * reporting. */
+static int row_major_copy(const struct lc_node *x, const void **ptr, struct lc_buffer **tmp,
+                          int dev, void *stream) {
+  if (x->ndim > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
+  size_t isz = lc_dtype_size(x->dtype);
+  if (!(*tmp = lc_buffer_new_device((size_t)x->size * isz, dev))) return 1;
+  *ptr = (*tmp)->dev_data;
+  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(x), (int)isz,
+                                           x->ndim, x->shape, x->strides, x->size, stream),
+                        "norm (copy of an operand)");
+}
+
+/* The norm kernel reads row-major x and unit-stride weight and bias (its
+ * strided paths disagreed with the CPU on the H200: sliced or transposed
+ * rows, broadcast weights), so operands of other layouts are copied to
+ * scratch first. Rows that are not whole 16-byte packs (bfloat16,
+ * d = 129 disagreed too) and float64 run on the CPU. */
+static int norm_with(struct lc_node *n, bool layer, struct lc_buffer **tmp) {
   const struct norm_params *p = n->params;
   struct lc_node *x = n->in[0];
-  /* float64 norms run on the CPU: its strided GPU path disagreed with the CPU on
-   * the H200 (transposed rows, slices, broadcast weights) */
   if (!float_dtype(n->dtype) || n->dtype == MLX_FLOAT64 || x->dtype != n->dtype || n->size == 0)
     return LC_EVAL_ON_CPU;
+  for (int k = 1; k < n->nin; k++)
+    if (n->in[k]->ndim != 1) return LC_EVAL_ON_CPU;
+  if ((x->shape[x->ndim - 1] * (int64_t)lc_dtype_size(n->dtype)) % 16) return LC_EVAL_ON_CPU;
   struct lc_cu_norm a;
   memset(&a, 0, sizeof a);
-  /* contiguous rows and unit-stride weight and bias only: the strided
-   * paths disagreed with the CPU on the H200 (sliced rows, broadcast
-   * weights); those layouts run on the CPU */
-  if (!lc_fast_row_major(x) || !rows_of(x, &a.xr)) return LC_EVAL_ON_CPU;
-  for (int k = 1; k < n->nin; k++)
-    if (n->in[k]->ndim != 1 || (n->in[k]->size > 1 && n->in[k]->strides[0] != 1))
-      return LC_EVAL_ON_CPU;
-  /* rows that are not whole 16-byte packs disagreed with the CPU on the
-   * H200 (bfloat16, d = 129): the CPU runs those */
-  if ((x->shape[x->ndim - 1] * (int64_t)lc_dtype_size(n->dtype)) % 16) return LC_EVAL_ON_CPU;
+  void *stream = lc_gpu_stream(n->dev);
   a.dt = n->dtype;
   a.layer = layer;
   a.d = x->shape[x->ndim - 1];
   a.rows = n->size / a.d;
-  a.sx = x->strides[x->ndim - 1];
   a.eps = p->eps;
   a.x = lc_node_dev_data(x);
-  int k = 1;
-  if (p->has_weight) {
-    a.w = lc_node_dev_data(n->in[k]);
-    a.sw = n->in[k++]->strides[0];
+  a.sx = x->strides[x->ndim - 1];
+  bool copied = false;
+  if (!lc_fast_row_major(x)) {
+    int rc = row_major_copy(x, &a.x, &tmp[0], n->dev, stream);
+    if (rc) return rc;
+    a.sx = 1;
+    copied = true;
   }
-  if (p->has_bias) {
-    a.b = lc_node_dev_data(n->in[k]);
-    a.sb = n->in[k]->strides[0];
+  const void **ptrs[2] = {&a.w, &a.b};
+  int64_t *strides[2] = {&a.sw, &a.sb};
+  bool has[2] = {p->has_weight, p->has_bias};
+  for (int j = 0, k = 1; j < 2; j++) {
+    if (!has[j]) continue;
+    const struct lc_node *v = n->in[k++];
+    *ptrs[j] = lc_node_dev_data(v);
+    *strides[j] = v->strides[0];
+    if (v->size > 1 && v->strides[0] != 1) {
+      int rc = row_major_copy(v, ptrs[j], &tmp[1 + j], n->dev, stream);
+      if (rc) return rc;
+      *strides[j] = 1;
+    }
   }
-  if (out_buffer(n)) return 1;
+  if (copied ? lc_cuda_alloc_output(n) : out_buffer(n)) return 1;
   a.out = n->buf->dev_data;
-  return lc_cuda_finish(n, lc_cuda_result(lc_cu_norm(&a, lc_gpu_stream(n->dev)),
-                                  lc_prims[n->op]->name));
+  return lc_cuda_finish(n, lc_cuda_result(lc_cu_norm(&a, stream), lc_prims[n->op]->name));
+}
+
+static int norm_cuda(struct lc_node *n, bool layer) {
+  struct lc_buffer *tmp[3] = {NULL, NULL, NULL}; /* x, weight, bias copies */
+  int rc = norm_with(n, layer, tmp);
+  for (int i = 0; i < 3; i++) lc_buffer_release(tmp[i]);
+  return rc;
 }
 
 int lc_cuda_eval_rms_norm(struct lc_node *n) { return norm_cuda(n, false); }

@@ -1,8 +1,10 @@
-/* Products whose operands cuBLAS cannot take as they are (a stride along
+/* Operands of layouts the GPU's kernels do not take as they are run on the
+ * GPU all the same, through a row-major copy: products (a stride along
  * the contraction, batch dims broadcast in part, batch dims transposed)
- * run on the GPU all the same, through a row-major copy of the operand:
- * the result is made there, its values equal the CPU's within float
- * rounding, and nothing is left allocated. Skips without a GPU. */
+ * and rms_norm / layer_norm (transposed or sliced rows, strided or
+ * broadcast weight and bias). The result is made there, its values equal
+ * the CPU's within float rounding, and nothing is left allocated. Skips
+ * without a GPU. */
 #include "gpu_bits.h"
 
 static const mlx_dtype types[] = {MLX_FLOAT32, MLX_BFLOAT16, MLX_FLOAT64};
@@ -14,8 +16,10 @@ static double tol_of(mlx_dtype t, int k) {
 /* a @ b on the GPU against the CPU; a and b are views on the GPU. */
 static void check_product(const char *what, mlx_array a, mlx_array b, int k) {
   mlx_array g = mlx_array_new(), c = mlx_array_new();
+  mlx_stream cpu = mlx_default_cpu_stream_new();
   CHECK_OK(mlx_matmul(&g, a, b, gpu_stream));
-  CHECK_OK(mlx_matmul(&c, a, b, mlx_default_cpu_stream_new()));
+  CHECK_OK(mlx_matmul(&c, a, b, cpu));
+  mlx_stream_free(cpu);
   CHECK_OK(mlx_array_eval(g));
   CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
   double tol = tol_of(mlx_array_dtype(a), k);
@@ -65,6 +69,47 @@ static void transposed_batches(mlx_dtype t) {
   mlx_array_free(at);
 }
 
+/* x (rows of 64) as a transpose and as a slice of every other row, with
+ * weight and bias strided (every other element) and broadcast (stride 0) */
+static void norms(mlx_dtype t) {
+  mlx_stream cpu = mlx_default_cpu_stream_new();
+  mlx_array hx = gpu_rand((int[]){64, 40}, 2, t, -2, 2), hw = gpu_rand((int[]){128}, 1, t, -1, 1);
+  mlx_array hb = gpu_rand((int[]){128}, 1, t, -1, 1), one = gpu_rand((int[]){1}, 1, t, 0.5, 1.5);
+  mlx_array x = on_gpu(hx), w2 = on_gpu(hw), b2 = on_gpu(hb), w1 = on_gpu(one);
+  mlx_array xt = mlx_array_new(), xs = mlx_array_new(), ws = mlx_array_new(),
+            bs = mlx_array_new(), wb = mlx_array_new();
+  CHECK_OK(mlx_transpose(&xt, x, gpu_stream)); /* (40, 64), column stride 40 */
+  CHECK_OK(mlx_slice(&xs, xt, (int[]){0, 0}, 2, (int[]){40, 64}, 2, (int[]){2, 1}, 2, gpu_stream));
+  CHECK_OK(mlx_slice(&ws, w2, (int[]){0}, 1, (int[]){128}, 1, (int[]){2}, 1, gpu_stream));
+  CHECK_OK(mlx_slice(&bs, b2, (int[]){1}, 1, (int[]){128}, 1, (int[]){2}, 1, gpu_stream));
+  CHECK_OK(mlx_broadcast_to(&wb, w1, (int[]){64}, 1, gpu_stream));
+  const mlx_array xs_[2] = {xt, xs}, ws_[2] = {ws, wb};
+  double tol = t == MLX_FLOAT32 ? 2e-5 : 2e-2;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      char what[96];
+      mlx_array g = mlx_array_new(), c = mlx_array_new();
+      CHECK_OK(mlx_fast_rms_norm(&g, xs_[i], ws_[j], 1e-5f, gpu_stream));
+      CHECK_OK(mlx_fast_rms_norm(&c, xs_[i], ws_[j], 1e-5f, cpu));
+      CHECK_OK(mlx_array_eval(g));
+      snprintf(what, sizeof what, "rms_norm x %d weight %d (dtype %d)", i, j, (int)t);
+      CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
+      CHECK_SAME(g, c, tol, tol, what);
+      CHECK_OK(mlx_fast_layer_norm(&g, xs_[i], ws_[j], bs, 1e-5f, gpu_stream));
+      CHECK_OK(mlx_fast_layer_norm(&c, xs_[i], ws_[j], bs, 1e-5f, cpu));
+      CHECK_OK(mlx_array_eval(g));
+      snprintf(what, sizeof what, "layer_norm x %d weight %d (dtype %d)", i, j, (int)t);
+      CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
+      CHECK_SAME(g, c, tol, tol, what);
+      mlx_array_free(g), mlx_array_free(c);
+    }
+  mlx_array_free(hx), mlx_array_free(hw), mlx_array_free(hb), mlx_array_free(one);
+  mlx_array_free(x), mlx_array_free(w2), mlx_array_free(b2), mlx_array_free(w1);
+  mlx_array_free(xt), mlx_array_free(xs), mlx_array_free(ws), mlx_array_free(bs);
+  mlx_array_free(wb);
+  mlx_stream_free(cpu);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261207);
@@ -74,6 +119,7 @@ int main(void) {
     strided_contraction(types[k]);
     partial_broadcast(types[k]);
     transposed_batches(types[k]);
+    if (types[k] != MLX_FLOAT64) norms(types[k]); /* float64 norms run on the CPU */
   }
   mlx_stream_free(gpu_stream);
   size_t after = 0;
