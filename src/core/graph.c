@@ -128,20 +128,6 @@ int lc_node_inputs_to_device(struct lc_node *n) {
   return 0;
 }
 
-/* After the slots that wrote those of n's inputs already on n's GPU: a
- * view that only shares orders its readers after them (they wait on the
- * shared buffer's slot), and one that copies calls
- * lc_node_inputs_to_device first. */
-static int after_device_inputs(struct lc_node *n) {
-  int slot = lc_gpu_current_slot(n->dev);
-  for (int i = 0; i < n->nin; i++) {
-    const struct lc_buffer *b = n->in[i]->buf;
-    if (b->dev_data && b->dev == n->dev && b->slot != slot && lc_gpu_after(n->dev, b->slot))
-      return 1;
-  }
-  return 0;
-}
-
 /* Computes n where it belongs. A node on a GPU runs its primitive's
  * eval_cuda on device copies of its inputs; a primitive without one (or
  * whose eval_cuda answers LC_EVAL_ON_CPU for these inputs) runs on the CPU
@@ -162,7 +148,9 @@ static int eval_node(struct lc_node *n, int *gpu) {
     /* on its stream's slot, after the slots that wrote its inputs */
     int prev = lc_gpu_set_slot(n->dev, lc_gpu_slot_of(n->stream));
     int slot = lc_gpu_current_slot(n->dev);
-    int rc = view ? after_device_inputs(n) : lc_node_inputs_to_device(n);
+    /* a view that shares needs no order of its own: its readers wait on
+     * the shared buffer's slot */
+    int rc = view ? 0 : lc_node_inputs_to_device(n);
     if (!rc) rc = p->eval_cuda(n);
     if (rc == 0 && !view && n->buf && n->buf->dev_data) n->buf->slot = slot;
     (void)lc_gpu_set_slot(n->dev, prev);

@@ -129,32 +129,57 @@ static bool layout(const struct lc_node *x, int nb, int split, const int *out_sh
   return layout_of(x->shape, x->strides, x->ndim, nb, split, out_shape, m, R, C);
 }
 
-/* As layout, but an operand of another layout is copied first: row-major,
- * with its broadcast batch dims expanded to the output's, into *tmp (the
- * caller releases it once the product is queued: stream-ordered). 0,
- * LC_EVAL_ON_CPU (too many dims or elements for the copy), or 1 after
- * reporting. */
-static int operand(const struct lc_node *x, int nb, int split, const int *out_shape,
-                   struct mat *m, int64_t *R, int64_t *C, struct lc_buffer **tmp, int dev) {
+/* How an operand of another layout than layout's is copied: row-major
+ * with its own shape (a general strided view), or, where batch dims are
+ * broadcast in part, with those expanded to the output's. */
+struct operand_copy {
+  bool needed;
+  int nd;
+  int shape[LC_CU_MAX_DIMS];
+  int64_t strides[LC_CU_MAX_DIMS], count;
+  const struct lc_node *x;
+};
+
+/* x's matrices as layout gives them, or as they will be once copied
+ * (plan_operand, nothing allocated; copy_operand queues the copy). 0, or
+ * LC_EVAL_ON_CPU (too many dims or elements, or no layout either way). */
+static int plan_operand(const struct lc_node *x, int nb, int split, const int *out_shape,
+                        struct mat *m, int64_t *R, int64_t *C, struct operand_copy *cp) {
+  cp->needed = false;
   if (layout(x, nb, split, out_shape, m, R, C)) return 0;
   int nd = x->ndim;
   if (nd > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
-  int sh[LC_CU_MAX_DIMS];
-  int64_t st[LC_CU_MAX_DIMS], rs[LC_CU_MAX_DIMS], count = 1;
-  for (int d = 0; d < nd; d++) {
-    bool expand = d < nb && x->shape[d] == 1;
-    sh[d] = expand ? out_shape[d] : x->shape[d];
-    st[d] = expand ? 0 : x->strides[d];
-    if (sh[d] && count > INT64_MAX / 16 / sh[d]) return LC_EVAL_ON_CPU;
-    count *= sh[d];
+  int64_t rs[LC_CU_MAX_DIMS];
+  cp->needed = true;
+  cp->nd = nd;
+  cp->x = x;
+  for (int expand = 0; expand < 2; expand++) {
+    cp->count = 1;
+    for (int d = 0; d < nd; d++) {
+      bool e = expand && d < nb && x->shape[d] == 1;
+      cp->shape[d] = e ? out_shape[d] : x->shape[d];
+      cp->strides[d] = e ? 0 : x->strides[d];
+      if (cp->shape[d] && cp->count > INT64_MAX / 16 / cp->shape[d]) return LC_EVAL_ON_CPU;
+      cp->count *= cp->shape[d];
+    }
+    lc_shape_strides(nd, cp->shape, rs);
+    if (layout_of(cp->shape, rs, nd, nb, split, out_shape, m, R, C)) return 0;
   }
-  size_t isz = lc_dtype_size(x->dtype);
-  lc_shape_strides(nd, sh, rs);
-  if (!layout_of(sh, rs, nd, nb, split, out_shape, m, R, C)) return LC_EVAL_ON_CPU;
-  if (!(*tmp = lc_buffer_new_device((size_t)count * isz, dev))) return 1;
+  return LC_EVAL_ON_CPU;
+}
+
+/* Queues cp's copy into fresh scratch *tmp (the caller releases it once
+ * the product is queued: stream-ordered) and points m there. 0, or 1
+ * after reporting. */
+static int copy_operand(const struct operand_copy *cp, struct mat *m, struct lc_buffer **tmp,
+                        int dev) {
+  if (!cp->needed) return 0;
+  size_t isz = lc_dtype_size(cp->x->dtype);
+  if (!(*tmp = lc_buffer_new_device((size_t)cp->count * isz, dev))) return 1;
   m->ptr = (*tmp)->dev_data;
-  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(x), (int)isz, nd, sh,
-                                           st, count, lc_gpu_stream(dev)),
+  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(cp->x), (int)isz,
+                                           cp->nd, cp->shape, cp->strides, cp->count,
+                                           lc_gpu_stream(dev)),
                         "matmul (copy of an operand)");
 }
 
@@ -346,8 +371,9 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
     return LC_EVAL_ON_CPU;
   struct mat A, B;
   int64_t M, K, K2, N;
-  int orc = operand(a, p->nb, p->a_split, n->shape, &A, &M, &K, &tmp[0], n->dev);
-  if (!orc) orc = operand(b, p->nb, p->b_split, n->shape, &B, &K2, &N, &tmp[1], n->dev);
+  struct operand_copy ca, cb;
+  int orc = plan_operand(a, p->nb, p->a_split, n->shape, &A, &M, &K, &ca);
+  if (!orc) orc = plan_operand(b, p->nb, p->b_split, n->shape, &B, &K2, &N, &cb);
   if (orc) return orc;
   if (K != K2) return LC_EVAL_ON_CPU;
   int64_t batches = 1;
@@ -357,6 +383,9 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
     return LC_EVAL_ON_CPU;
   /* an empty contraction of addmm is beta c: no kernel here scales c */
   if (K == 0 && p->has_c && !p->c_rounded && p->beta != 1.0) return LC_EVAL_ON_CPU;
+  if (K > 0 && n->size > 0 &&
+      (copy_operand(&ca, &A, &tmp[0], n->dev) || copy_operand(&cb, &B, &tmp[1], n->dev)))
+    return 1;
   if (lc_cuda_alloc_output(n)) return 1;
   if (n->size == 0) return 0;
   void *stream = lc_gpu_stream(n->dev);
