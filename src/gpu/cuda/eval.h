@@ -10,6 +10,14 @@ int lc_cuda_alloc_output(struct lc_node *n);
 /* n takes over input k's buffer (lc_prim_can_donate holds and the device
  * copy is current): the GPU kernel writes it. */
 void lc_cuda_take_buffer(struct lc_node *n, int k);
+/* The count elements of x read through (shape, strides) (nd dims, from
+ * x's device data), written row-major into fresh scratch *tmp on x's
+ * stream (the caller releases *tmp once its readers are queued:
+ * stream-ordered); *ptr points there. 0, LC_EVAL_ON_CPU (more dims than
+ * the copy kernel takes; nothing allocated), or 1 after reporting. */
+int lc_cuda_copy_to_scratch(const struct lc_node *x, int nd, const int *shape,
+                            const int64_t *strides, int64_t count, struct lc_buffer **tmp,
+                            const void **ptr, int dev, const char *what);
 /* Gives n's output buffer back when nothing was queued (rc != 0: the CPU
  * may run the node instead, or the error stands); returns rc. */
 int lc_cuda_finish(struct lc_node *n, int rc);

@@ -18,6 +18,18 @@ int lc_cuda_alloc_output(struct lc_node *n) {
   return 0;
 }
 
+int lc_cuda_copy_to_scratch(const struct lc_node *x, int nd, const int *shape,
+                            const int64_t *strides, int64_t count, struct lc_buffer **tmp,
+                            const void **ptr, int dev, const char *what) {
+  if (nd > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
+  size_t isz = lc_dtype_size(x->dtype);
+  if (!(*tmp = lc_buffer_new_device((size_t)count * isz, dev))) return 1;
+  *ptr = (*tmp)->dev_data;
+  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(x), (int)isz, nd,
+                                           shape, strides, count, lc_gpu_stream(dev)),
+                        what);
+}
+
 void lc_cuda_take_buffer(struct lc_node *n, int k) {
   n->buf = lc_buffer_retain(n->in[k]->buf);
   lc_buffer_device_written(n->buf);

@@ -49,21 +49,6 @@ static int out_buffer(struct lc_node *n) {
   return lc_cuda_alloc_output(n);
 }
 
-/* x's elements row-major in fresh scratch *tmp (the caller releases it
- * once its readers are queued: stream-ordered), *ptr pointing there. 0,
- * LC_EVAL_ON_CPU (more dims than the copy kernel takes), or 1 after
- * reporting. */
-static int row_major_copy(const struct lc_node *x, const void **ptr, struct lc_buffer **tmp,
-                          int dev, void *stream) {
-  if (x->ndim > LC_CU_MAX_DIMS) return LC_EVAL_ON_CPU;
-  size_t isz = lc_dtype_size(x->dtype);
-  if (!(*tmp = lc_buffer_new_device((size_t)x->size * isz, dev))) return 1;
-  *ptr = (*tmp)->dev_data;
-  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(x), (int)isz,
-                                           x->ndim, x->shape, x->strides, x->size, stream),
-                        "norm (copy of an operand)");
-}
-
 /* The norm kernel reads row-major x and unit-stride weight and bias (its
  * strided paths disagreed with the CPU on the H200: sliced or transposed
  * rows, broadcast weights), so operands of other layouts are copied to
@@ -89,7 +74,8 @@ static int norm_with(struct lc_node *n, bool layer, struct lc_buffer **tmp) {
   a.sx = x->strides[x->ndim - 1];
   bool copied = false;
   if (!lc_fast_row_major(x)) {
-    int rc = row_major_copy(x, &a.x, &tmp[0], n->dev, stream);
+    int rc = lc_cuda_copy_to_scratch(x, x->ndim, x->shape, x->strides, x->size, &tmp[0], &a.x,
+                                     n->dev, "norm (copy of x)");
     if (rc) return rc;
     a.sx = 1;
     copied = true;
@@ -103,7 +89,8 @@ static int norm_with(struct lc_node *n, bool layer, struct lc_buffer **tmp) {
     *ptrs[j] = lc_node_dev_data(v);
     *strides[j] = v->strides[0];
     if (v->size > 1 && v->strides[0] != 1) {
-      int rc = row_major_copy(v, ptrs[j], &tmp[1 + j], n->dev, stream);
+      int rc = lc_cuda_copy_to_scratch(v, 1, v->shape, v->strides, v->size, &tmp[1 + j], ptrs[j],
+                                       n->dev, "norm (copy of weight or bias)");
       if (rc) return rc;
       *strides[j] = 1;
     }
@@ -175,19 +162,14 @@ static bool rows_fit(const void *p, const int64_t *st, int v) {
  * *ptr, st; through a contiguous copy in *tmp when the rows do not fit.
  * 0, or nonzero as lc_cuda_result after reporting. */
 static int attention_operand(struct lc_node *x, int v, const void **ptr, int64_t *st,
-                             struct lc_buffer **tmp, int dev, void *stream) {
+                             struct lc_buffer **tmp, int dev) {
   *ptr = lc_node_dev_data(x);
   for (int d = 0; d < 4; d++) st[d] = x->shape[d] == 1 ? 0 : x->strides[d];
   if (x->shape[3] == 1) st[3] = 1;
   if (rows_fit(*ptr, st, v)) return 0;
-  size_t isz = lc_dtype_size(x->dtype);
-  *tmp = lc_buffer_new_device((size_t)x->size * isz, dev);
-  if (!*tmp) return 1;
-  int rc = lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, *ptr, (int)isz, 4, x->shape,
-                                             x->strides, x->size, stream),
-                          "scaled_dot_product_attention (copy)");
+  int rc = lc_cuda_copy_to_scratch(x, 4, x->shape, x->strides, x->size, tmp, ptr, dev,
+                                   "scaled_dot_product_attention (copy)");
   if (rc) return rc;
-  *ptr = (*tmp)->dev_data;
   int64_t s = 1;
   for (int d = 3; d >= 0; d--) {
     st[d] = x->shape[d] == 1 ? 0 : s;
@@ -233,9 +215,9 @@ int lc_cuda_eval_sdpa(struct lc_node *n) {
   void *stream = lc_gpu_stream(n->dev);
   struct lc_buffer *tmp[4] = {NULL, NULL, NULL, NULL}; /* q, k, v copies; scratch */
   int vlen = 16 / (int)lc_dtype_size(t);
-  int rc = attention_operand(q, vlen, &a.q, a.qs, &tmp[0], n->dev, stream);
-  if (!rc) rc = attention_operand(k, vlen, &a.k, a.ks, &tmp[1], n->dev, stream);
-  if (!rc) rc = attention_operand(v, vlen, &a.v, a.vs, &tmp[2], n->dev, stream);
+  int rc = attention_operand(q, vlen, &a.q, a.qs, &tmp[0], n->dev);
+  if (!rc) rc = attention_operand(k, vlen, &a.k, a.ks, &tmp[1], n->dev);
+  if (!rc) rc = attention_operand(v, vlen, &a.v, a.vs, &tmp[2], n->dev);
   if (!rc && work > 0) {
     tmp[3] = lc_buffer_new_device((size_t)work * sizeof(float), n->dev);
     if (!tmp[3]) rc = 1;

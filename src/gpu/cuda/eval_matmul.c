@@ -168,19 +168,12 @@ static int plan_operand(const struct lc_node *x, int nb, int split, const int *o
   return LC_EVAL_ON_CPU;
 }
 
-/* Queues cp's copy into fresh scratch *tmp (the caller releases it once
- * the product is queued: stream-ordered) and points m there. 0, or 1
- * after reporting. */
+/* Queues cp's copy (lc_cuda_copy_to_scratch) and points m there. */
 static int copy_operand(const struct operand_copy *cp, struct mat *m, struct lc_buffer **tmp,
                         int dev) {
   if (!cp->needed) return 0;
-  size_t isz = lc_dtype_size(cp->x->dtype);
-  if (!(*tmp = lc_buffer_new_device((size_t)cp->count * isz, dev))) return 1;
-  m->ptr = (*tmp)->dev_data;
-  return lc_cuda_result(lc_cu_copy_strided((*tmp)->dev_data, lc_node_dev_data(cp->x), (int)isz,
-                                           cp->nd, cp->shape, cp->strides, cp->count,
-                                           lc_gpu_stream(dev)),
-                        "matmul (copy of an operand)");
+  return lc_cuda_copy_to_scratch(cp->x, cp->nd, cp->shape, cp->strides, cp->count, tmp, &m->ptr,
+                                 dev, "matmul (copy of an operand)");
 }
 
 /* LACE_CUDA_BLASLT=0: products go to cublasGemmStridedBatchedEx instead of
