@@ -24,6 +24,15 @@ static bool gpu_test_init(void) {
   return true;
 }
 
+/* The end of a GPU test's main: the GPU stream freed, active memory back
+ * to at most base (taken after gpu_test_init), then test_done's exit code. */
+static int gpu_test_done(size_t base) {
+  mlx_stream_free(gpu_stream);
+  size_t after = test_active_memory();
+  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
+  return test_done();
+}
+
 /* A random array of dtype t in [lo, hi) (integers: rounded). */
 static mlx_array gpu_rand(const int *shape, int ndim, mlx_dtype t, double lo, double hi) {
   mlx_array f = test_rand_f32(shape, ndim, lo, hi), r = mlx_array_new();

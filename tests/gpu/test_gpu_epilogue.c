@@ -251,14 +251,9 @@ int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   lc_gpu_graphs_set(0); /* every product runs its evaluator (the launch counter) */
   test_seed(20261206);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_cases();
   test_graph_replay();
   test_groups();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

@@ -175,14 +175,9 @@ int main(void) {
    * launches nothing the counter sees */
   lc_gpu_graphs_set(0);
   test_seed(20261205);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_exact();
   test_layouts();
   test_shapes();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

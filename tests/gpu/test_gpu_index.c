@@ -484,8 +484,7 @@ static void test_remap(void) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261204);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_copy();
   test_concatenate();
   test_gather();
@@ -497,9 +496,5 @@ int main(void) {
   test_scatter();
   test_scatter_axis();
   test_remap();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

@@ -113,17 +113,12 @@ static void norms(mlx_dtype t) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261207);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
     strided_contraction(types[k]);
     partial_broadcast(types[k]);
     transposed_batches(types[k]);
     if (types[k] != MLX_FLOAT64) norms(types[k]); /* float64 norms run on the CPU */
   }
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

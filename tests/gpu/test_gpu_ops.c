@@ -631,8 +631,7 @@ int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261203);
   test_found_on_gpu();
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_unary();
   test_binary();
   test_astype();
@@ -644,9 +643,5 @@ int main(void) {
   test_matmul();
   test_mixed();
   test_compile_on_gpu();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

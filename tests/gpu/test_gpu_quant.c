@@ -336,8 +336,7 @@ static void test_grad(void) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20260108);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_grid();
   test_mixed_dtypes();
   test_batched();
@@ -345,9 +344,5 @@ int main(void) {
   test_large();
   test_chunked();
   test_grad();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

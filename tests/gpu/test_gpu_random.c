@@ -381,8 +381,7 @@ static void check_permutation(void) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20260107);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   check_bits();
   check_split();
   check_batched_keys();
@@ -394,9 +393,5 @@ int main(void) {
   check_truncated_normal();
   check_categorical();
   check_permutation();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

@@ -500,16 +500,11 @@ static void test_scan_views(void) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261205);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   test_sort_shapes();
   test_sort_views();
   test_sort_edges();
   test_scan_shapes();
   test_scan_views();
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

@@ -172,8 +172,7 @@ static void test_sync_and_graphs(mlx_stream s1) {
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_seed(20261206);
-  size_t base = 0;
-  mlx_get_active_memory(&base);
+  size_t base = test_active_memory();
   CHECK(!lc_gpu_multi_stream(0)); /* nothing but the default stream yet */
   mlx_device gd = mlx_device_new_type(MLX_GPU, 0);
   mlx_stream ss[LC_GPU_SLOTS + 3];
@@ -190,9 +189,5 @@ int main(void) {
   test_sync_and_graphs(ss[5]);
   for (int i = 0; i < ns; i++) mlx_stream_free(ss[i]);
   mlx_device_free(gd);
-  mlx_stream_free(gpu_stream);
-  size_t after = 0;
-  mlx_get_active_memory(&after);
-  CHECK_MSG(after <= base, "active memory %zu after, %zu before", after, base);
-  return test_done();
+  return gpu_test_done(base);
 }

@@ -5,8 +5,9 @@
  * and bfloat16 (float accumulation), float64. Handles
  * operands whose matrices are row- or column-major with one stride per
  * batch (or none: broadcast); an operand of any other layout (a general
- * strided view, batch dims broadcast in part) is first copied row-major,
- * its broadcast batch dims expanded, into scratch on the GPU.
+ * strided view, batch dims broadcast in part) is first copied row-major
+ * into scratch on the GPU, its broadcast batch dims expanded only where
+ * they are broadcast in part.
  * gather/segmented products run on the CPU for now.
  *
  * Products of at most LC_CU_GEMV_MAX_M rows (a decode step's) use lace's
