@@ -85,8 +85,8 @@ unsigned *lc_gpu_tile_counters(int dev, size_t *n);
  * counted. 0 without CUDA. */
 unsigned long lc_gpu_gemv_launches(void);
 /* Whether complex64 elementwise ops run as GPU kernels (gpu/cuda/
- * ew_complex.cu; LACE_CUDA_COMPLEX=1) rather than on the CPU on host
- * copies (the default for now). Read once. */
+ * ew_complex.cu; the default) rather than on the CPU on host copies
+ * (LACE_CUDA_COMPLEX=0). Read once. */
 bool lc_gpu_complex_kernels(void);
 
 #endif

@@ -35,7 +35,7 @@ enum lc_op {
 
 /* Primitive flags. */
 #define LC_PF_ELEMWISE 1u  /* pointwise: inputs have the output's shape; has ew */
-#define LC_PF_VIEW 2u      /* eval shares an input buffer (no copy) */
+#define LC_PF_VIEW 2u      /* eval may share an input buffer (a copying one uploads itself) */
 #define LC_PF_REDUCE 4u    /* reduction over axes */
 #define LC_PF_NOCSE 8u     /* never merge two nodes (random, side effects) */
 #define LC_PF_BROADCAST 16u /* the broadcast view: fusable as an index map */

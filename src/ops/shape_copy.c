@@ -60,7 +60,9 @@ static int copy_vmap(struct lc_node *n, struct lc_node *const *in, const int *ax
   return !out[0];
 }
 
+/* a view: where it shares, its input is not uploaded for it (core/graph.c) */
 const struct lc_prim lc_prim_copy = {.name = "contiguous",
+                                     .flags = LC_PF_VIEW,
                                      .eval_cpu = copy_eval,
                                      .eval_cuda = LC_CUDA(lc_cuda_eval_copy),
                                      .vjp = copy_vjp,

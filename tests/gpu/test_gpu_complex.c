@@ -234,7 +234,7 @@ static void specials(void) {
 }
 
 int main(void) {
-  setenv("LACE_CUDA_COMPLEX", "1", 1); /* opt-in for now: this test is what would lift that */
+  unsetenv("LACE_CUDA_COMPLEX"); /* the default: complex kernels on */
   if (!gpu_test_init()) return TEST_SKIP;
   cpu = mlx_default_cpu_stream_new();
   size_t base = test_active_memory();

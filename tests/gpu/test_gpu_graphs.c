@@ -54,7 +54,7 @@ static int step(mlx_vector_array *res, const mlx_vector_array in, void *payload)
   return rc;
 }
 
-/* The same step followed by a complex product, which the GPU evaluator
+/* The same step followed by a complex power, which the GPU evaluator
  * hands to the CPU: capture has to be abandoned when it gets there. */
 static int step_cpu_op(mlx_vector_array *res, const mlx_vector_array in, void *payload) {
   mlx_vector_array mid = mlx_vector_array_new();
@@ -63,7 +63,7 @@ static int step_cpu_op(mlx_vector_array *res, const mlx_vector_array in, void *p
   mlx_array x = mlx_array_new(), s = mlx_array_new(), c = mlx_array_new(), c2 = mlx_array_new(),
             re = mlx_array_new(), o = mlx_array_new();
   rc = rc || mlx_vector_array_get(&x, mid, 0) || mlx_vector_array_get(&s, mid, 1) ||
-       mlx_astype(&c, x, MLX_COMPLEX64, gs) || mlx_multiply(&c2, c, c, gs) ||
+       mlx_astype(&c, x, MLX_COMPLEX64, gs) || mlx_power(&c2, c, c, gs) ||
        mlx_real(&re, c2, gs) || mlx_add(&o, x, re, gs);
   if (!rc) {
     mlx_array outs[2] = {o, s};

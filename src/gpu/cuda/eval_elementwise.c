@@ -45,12 +45,11 @@ static bool collapse(struct lc_cu_ew *a, const struct lc_node *n) {
   return true;
 }
 
-/* Opt-in (LACE_CUDA_COMPLEX=1) until test_gpu_complex has passed on a
- * GPU: the kernels were written and reviewed without one. */
-static bool complex_on = false;
+/* On unless LACE_CUDA_COMPLEX=0 (test_gpu_complex passes on an H100). */
+static bool complex_on = true;
 static void read_complex_env(void) {
   const char *e = getenv("LACE_CUDA_COMPLEX");
-  complex_on = e && strcmp(e, "1") == 0;
+  complex_on = !(e && strcmp(e, "0") == 0);
 }
 bool lc_gpu_complex_kernels(void) {
   static pthread_once_t once = PTHREAD_ONCE_INIT;
