@@ -1,12 +1,13 @@
 /* complex64 elementwise ops on the GPU against the CPU, on random values
  * with contiguous, broadcast and transposed operands: + - * and the
- * conversions, negative, conjugate, real, imag, select, equality, /, |z|,
- * sign and square bit for bit, also on special values (signed zeros,
- * infinities, NaNs, huge parts); the elementary functions within float
- * rounding on finite values; a compiled complex
+ * conversions, negative, conjugate, real, imag, select, equality (NaNs
+ * equal or not), /, |z|, sign and square bit for bit, also on special
+ * values (signed zeros, infinities, NaNs, huge parts); the elementary
+ * functions and powers within float rounding on finite values; a compiled complex
  * function too. Each result is made on the GPU (no host round trip).
  * Skips without a GPU. */
 #include "gpu_bits.h"
+#include "ops/binary.h"
 
 typedef int (*un_fn)(mlx_array *, const mlx_array, const mlx_stream);
 typedef int (*bin_fn)(mlx_array *, const mlx_array, const mlx_array, const mlx_stream);
@@ -73,10 +74,24 @@ static void unaries(mlx_array x, mlx_array xg) {
   }
 }
 
+/* Elementwise equality with NaNs equal (mlx_array_equal's equal_nan before
+ * its reduction), built on s's device. */
+static int nan_equal(mlx_array *r, const mlx_array a, const mlx_array b, const mlx_stream s) {
+  int saved = lc_build_device();
+  lc_set_build_device(mlx_stream_equal(s, gpu_stream) ? 0 : LC_DEV_CPU);
+  struct lc_node *n = lc_equal_nan(a.ctx, b.ctx, true);
+  lc_set_build_device(saved);
+  if (!n) return 1;
+  mlx_array_free(*r);
+  r->ctx = n;
+  return 0;
+}
+
 static void binaries(mlx_array x, mlx_array y, mlx_array xg, mlx_array yg, const char *form) {
   static const struct { const char *name; bin_fn f; double rtol; } ops[] = {
       {"add", mlx_add, 0},     {"subtract", mlx_subtract, 0}, {"multiply", mlx_multiply, 0},
-      {"divide", mlx_divide, 0}, {"equal", mlx_equal, 0}, {"not_equal", mlx_not_equal, 0}};
+      {"divide", mlx_divide, 0}, {"equal", mlx_equal, 0}, {"not_equal", mlx_not_equal, 0},
+      {"nan_equal", nan_equal, 0}};
   for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) {
     char what[96];
     snprintf(what, sizeof what, "%s, %s", ops[k].name, form);
@@ -87,6 +102,49 @@ static void binaries(mlx_array x, mlx_array y, mlx_array xg, mlx_array yg, const
     check_cx(g, c, ops[k].rtol, ops[k].rtol ? 1e-30 : 0, what);
     mlx_array_free(g), mlx_array_free(c);
   }
+}
+
+/* z^w on the GPU against the CPU's cpowf: |got - want| within 1e-5 of
+ * 1 + |want| (both round exp(w log z), the CPU through float steps), and
+ * 0^w = 0 for Re w > 0. */
+static void powers(mlx_array z, mlx_array w, mlx_array zg, mlx_array wg, const char *form) {
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_power(&g, zg, wg, gpu_stream));
+  CHECK_OK(mlx_power(&c, z, w, cpu));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_OK(mlx_array_eval(c));
+  CHECK_MSG(made_on_gpu(g), "power, %s: the result went through the host", form);
+  mlx_array parts[4] = {mlx_array_new(), mlx_array_new(), mlx_array_new(), mlx_array_new()};
+  CHECK_OK(mlx_real(&parts[0], g, cpu));
+  CHECK_OK(mlx_imag(&parts[1], g, cpu));
+  CHECK_OK(mlx_real(&parts[2], c, cpu));
+  CHECK_OK(mlx_imag(&parts[3], c, cpu));
+  double *v[4];
+  for (int i = 0; i < 4; i++) v[i] = test_values(parts[i]);
+  size_t n = mlx_array_size(c), bad = 0, first = 0;
+  for (size_t i = 0; v[0] && v[1] && v[2] && v[3] && i < n; i++) {
+    double d = hypot(v[0][i] - v[2][i], v[1][i] - v[3][i]), m = hypot(v[2][i], v[3][i]);
+    if (!(d <= 1e-5 * (1 + m)) && !bad++) first = i;
+  }
+  CHECK_MSG(bad == 0, "power, %s: %zu of %zu off, first %zu: %g%+gi vs %g%+gi", form, bad, n,
+            first, v[0][first], v[1][first], v[2][first], v[3][first]);
+  for (int i = 0; i < 4; i++) free(v[i]), mlx_array_free(parts[i]);
+  mlx_array_free(g), mlx_array_free(c);
+}
+
+static void powers_of_zero(void) {
+  mlx_array z = mlx_array_new_complex(0, 0), zg = on_gpu(z), w = mlx_array_new_complex(2, 0.5f),
+            wg = on_gpu(w), g = mlx_array_new();
+  CHECK_OK(mlx_power(&g, zg, wg, gpu_stream));
+  mlx_array re = mlx_array_new(), im = mlx_array_new();
+  CHECK_OK(mlx_real(&re, g, cpu));
+  CHECK_OK(mlx_imag(&im, g, cpu));
+  double *a = test_values(re), *b = test_values(im);
+  CHECK_MSG(a && b && a[0] == 0 && b[0] == 0, "0^(2+0.5i) = %g%+gi, expected 0", a ? a[0] : -1,
+            b ? b[0] : -1);
+  free(a), free(b);
+  mlx_array_free(z), mlx_array_free(zg), mlx_array_free(w), mlx_array_free(wg);
+  mlx_array_free(g), mlx_array_free(re), mlx_array_free(im);
 }
 
 static void conversions_and_select(mlx_array x, mlx_array xg) {
@@ -256,6 +314,10 @@ int main(void) {
   CHECK_OK(mlx_transpose(&ut, u, cpu));
   CHECK_OK(mlx_transpose(&utg, ug, gpu_stream));
   unaries(ut, utg);
+  powers(u, s, ug, sg, "contiguous");
+  powers(x, row, xg, rg, "broadcast row");
+  powers(xt, ys, xtg, ysg, "transposed");
+  powers_of_zero();
   conversions_and_select(x, xg);
   compiled(s, s2, sg, s2g);
   specials();

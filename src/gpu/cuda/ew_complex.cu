@@ -6,10 +6,11 @@
 // infinities when both parts come out NaN (GCC's __mulsc3); / by the
 // plain formula in double, rounded, as libgcc (GCC 12) divides complex
 // floats; |z| as glibc's hypotf; the transcendental functions through
-// their real formulas, evaluated in double and rounded, so they agree
-// with glibc's cexpf, clogf, ... to rounding, not bit for bit, and special
-// values (infinite or NaN parts) follow the formulas rather than Annex G,
-// real arguments of sinh and cosh (and so sin and cos) aside.
+// their real formulas (z^w as exp(w log z)), evaluated in double and
+// rounded, so they agree with glibc's cexpf, clogf, cpowf ... to rounding,
+// not bit for bit, and special values (infinite or NaN parts) follow the
+// formulas rather than Annex G, real arguments of sinh and cosh (and so
+// sin and cos) and 0^w aside.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -157,6 +158,19 @@ __device__ Cx c_tan(Cx z) {
   Cx w = c_tanh(cx(-z.im, z.re));
   return cx(w.im, -w.re);
 }
+// z^w as glibc's cpowf composes it, exp(w log z), but in double and
+// rounded once (glibc rounds log z and the product to float on the way,
+// so the two agree to about |w log z| float ulps). A product whose real
+// part is -inf (z = 0, Re w > 0) gives zero, as cexp does by Annex G.
+__device__ Cx c_pow(Cx z, Cx w) {
+  double x = z.re, y = z.im, lr, li = atan2(y, x), h = hypot(x, y);
+  lr = h >= 0.5 && h <= 2 ? 0.5 * log1p((x - 1) * (x + 1) + y * y) : log(h);
+  double pr = (double)w.re * lr - (double)w.im * li, pi = (double)w.re * li + (double)w.im * lr;
+  if (pr == -INFINITY) return cx(0.0f, copysignf(0.0f, (float)pi));
+  double e = exp(pr);
+  if (pi == 0) return cx(__double2float_rn(e), 0.0f);
+  return cxd(e * cos(pi), e * sin(pi));
+}
 
 __device__ __forceinline__ Cx at(const lc_cu_ew &a, int k, int64_t i) {
   return ((const Cx *)a.in[k])[lc_ew_in_offset(a, k, i)];
@@ -195,6 +209,7 @@ CX_BIN(Add, cx(__fadd_rn(x.re, y.re), __fadd_rn(x.im, y.im)))
 CX_BIN(Sub, cx(__fsub_rn(x.re, y.re), __fsub_rn(x.im, y.im)))
 CX_BIN(Mul, mul(x, y))
 CX_BIN(Div, div(x, y))
+CX_BIN(Pow, c_pow(x, y))
 // sign: z / |z| (a complex over a real: part by part), 0 stays
 struct Sign {
   __device__ Cx operator()(Cx x, Cx) const {
@@ -217,6 +232,13 @@ struct Eq {
 };
 struct Ne {
   __device__ bool operator()(Cx x, Cx y) const { return x.re != y.re || x.im != y.im; }
+};
+// equal, or both with a NaN part (C's z != z)
+struct NanEq {
+  __device__ bool operator()(Cx x, Cx y) const {
+    bool xn = isnan(x.re) || isnan(x.im), yn = isnan(y.re) || isnan(y.im);
+    return (x.re == y.re && x.im == y.im) || (xn && yn);
+  }
 };
 
 // astype from complex: the real part in the output's type (C's complex to
@@ -308,7 +330,9 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_DIVIDE: return launch<Cx>(a, Div(), s);
     case LC_OP_EQUAL: return launch<bool>(a, Eq(), s);
     case LC_OP_NOT_EQUAL: return launch<bool>(a, Ne(), s);
-    default: return LC_CU_UNSUPPORTED; // power, nan_equal: the CPU
+    case LC_OP_NAN_EQUAL: return launch<bool>(a, NanEq(), s);
+    case LC_OP_POWER: return launch<Cx>(a, Pow(), s);
+    default: return LC_CU_UNSUPPORTED;
   }
 }
 
