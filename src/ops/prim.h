@@ -153,6 +153,7 @@ int lc_cuda_eval_rope(struct lc_node *n);
 int lc_cuda_eval_sdpa(struct lc_node *n);
 /* random family (gpu/cuda/eval_random.c; random bits too) */
 int lc_cuda_eval_random_dist(struct lc_node *n);
+int lc_cuda_eval_random_cnormal(struct lc_node *n);
 int lc_cuda_eval_random_categorical(struct lc_node *n);
 int lc_cuda_eval_random_argsort(struct lc_node *n);
 int lc_cuda_eval_random_take(struct lc_node *n);

@@ -447,6 +447,7 @@ static int cnormal_jvp(struct lc_node *n, struct lc_node *const *tan, struct lc_
 
 const struct lc_prim lc_prim_random_cnormal = {.name = "random_cnormal",
                                                .eval_cpu = cnormal_eval,
+                                               .eval_cuda = LC_CUDA(lc_cuda_eval_random_cnormal),
                                                .vjp = cnormal_vjp,
                                                .jvp = cnormal_jvp,
                                                .vmap = cnormal_vmap};

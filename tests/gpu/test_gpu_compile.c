@@ -142,6 +142,14 @@ static int nan_to_num(const mlx_array *x, mlx_array *o) {
   return 1;
 }
 
+/* isclose(2 x, 2 x + y / 1000) with tolerances that some pairs meet */
+static int near_pairs(const mlx_array *x, mlx_array *o) {
+  mlx_array a = OP(mlx_multiply, x[0], K(2, x[0]));
+  mlx_array b = OP(mlx_add, a, OP(mlx_multiply, x[1], K(1e-3, x[1])));
+  o[0] = OP(mlx_isclose, a, b, 1e-3, 2e-4, true);
+  return 1;
+}
+
 /* ---- cases ---- */
 struct input {
   int ndim, shape[3];
@@ -196,6 +204,9 @@ static const struct gcase cases[] = {
      {{2, {64, 257}, F32, -2, 2}, {2, {64, 257}, F32, -2, 2}}, 1.6e-2, 1e-2, 0},
     {"two outputs", two_outputs, 2, {{2, {256, 300}, F32, -3, 3}, {2, {256, 300}, F32, -1, 1}}, 2e-6, 1e-7, 0},
     {"nan_to_num", nan_to_num, 1, {{1, {10000}, F32, -1, 3}}, 2e-6, 1e-7, 0},
+    {"isclose", near_pairs, 2, {{2, {70, 300}, F32, -1, 1}, {2, {70, 300}, F32, -1, 1}}, 0, 0, 0},
+    {"isclose bf16", near_pairs, 2,
+     {{2, {70, 300}, MLX_BFLOAT16, -1, 1}, {2, {70, 300}, MLX_BFLOAT16, -1, 1}}, 0, 0, 0},
 };
 #define NCASES (int)(sizeof cases / sizeof *cases)
 

@@ -3,11 +3,13 @@
  * float64, which attention runs on the CPU), odd row lengths, optional
  * weight and bias, views with other strides (transposes, slices,
  * broadcasts), rope's layouts and offsets, attention's decode and
- * prefill shapes, GQA, masks and sinks. Device memory back to its
- * baseline. Skips without a GPU. */
+ * prefill shapes, GQA, masks and sinks, values of another head dim than
+ * the keys. Norms, and attention wherever its kernel applies, are checked
+ * made on the GPU. Device memory back to its baseline. Skips without a
+ * GPU. */
 #include <math.h>
 
-#include "gpu_util.h"
+#include "gpu_bits.h"
 
 static const mlx_dtype dtypes[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64};
 
@@ -60,6 +62,8 @@ static void same_norm(const char *what, mlx_array x, mlx_array w, mlx_array b, b
     CHECK_OK(mlx_fast_rms_norm(&g, x, w, eps, gpu_stream));
     CHECK_OK(mlx_fast_rms_norm(&c, x, w, eps, test_stream()));
   }
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
   /* sums in double on both sides: one rounding apart at most */
   double rtol = t == MLX_FLOAT32 ? 1e-6 : t == MLX_FLOAT64 ? 1e-12 : gpu_rtol(t);
   CHECK_SAME(g, c, rtol, rtol * 1e-2, what);
@@ -219,8 +223,17 @@ enum mask_kind { M_NONE, M_BOOL, M_ADD, M_CAUSAL };
 static const char *mask_names[] = {"none", "bool", "additive", "causal"};
 
 struct sdpa_case {
-  int B, Hq, Hkv, qL, kL, D;
+  int B, Hq, Hkv, qL, kL, D, Dv; /* Dv: v's head dim (0: D) */
 };
+
+/* Whether the GPU kernel takes the case (else it runs on the host): 16 or
+ * 32-bit floats, head dims of whole 16-byte packs, at most 64 packs in the
+ * longer of the key and value rows (two per lane). */
+static bool sdpa_on_gpu(const struct sdpa_case *c, mlx_dtype t) {
+  if (t == MLX_FLOAT64) return false;
+  int v = t == MLX_FLOAT32 ? 4 : 8, dv = c->Dv ? c->Dv : c->D, dmax = c->D > dv ? c->D : dv;
+  return c->D % v == 0 && dv % v == 0 && dmax / v <= 64;
+}
 
 /* (B, H, L, D) values: contiguous, or a (B, L, H, D) array transposed. */
 static mlx_array bhld(int B, int H, int L, int D, mlx_dtype t, bool transposed) {
@@ -234,7 +247,7 @@ static void same_sdpa(const struct sdpa_case *c, mlx_dtype t, enum mask_kind mk,
                       bool transposed, float scale) {
   mlx_array q = bhld(c->B, c->Hq, c->qL, c->D, t, transposed);
   mlx_array k = bhld(c->B, c->Hkv, c->kL, c->D, t, transposed);
-  mlx_array v = bhld(c->B, c->Hkv, c->kL, c->D, t, transposed);
+  mlx_array v = bhld(c->B, c->Hkv, c->kL, c->Dv ? c->Dv : c->D, t, transposed);
   mlx_array mask = none(), sk = none();
   const char *mode = "";
   if (mk == M_BOOL) { /* (B, 1, qL, kL): broadcast over heads */
@@ -255,9 +268,12 @@ static void same_sdpa(const struct sdpa_case *c, mlx_dtype t, enum mask_kind mk,
                                                  test_stream()));
   char what[200];
   snprintf(what, sizeof what,
-           "sdpa %s B=%d Hq=%d Hkv=%d qL=%d kL=%d D=%d mask=%s sinks=%d transposed=%d scale=%g",
-           dt_name(t), c->B, c->Hq, c->Hkv, c->qL, c->kL, c->D, mask_names[mk], sinks, transposed,
-           (double)scale);
+           "sdpa %s B=%d Hq=%d Hkv=%d qL=%d kL=%d D=%d Dv=%d mask=%s sinks=%d transposed=%d "
+           "scale=%g",
+           dt_name(t), c->B, c->Hq, c->Hkv, c->qL, c->kL, c->D, c->Dv ? c->Dv : c->D,
+           mask_names[mk], sinks, transposed, (double)scale);
+  CHECK_OK(mlx_array_eval(g));
+  if (sdpa_on_gpu(c, t)) CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
   /* float arithmetic on both sides; the online softmax rescales partial
    * sums, so float32 agrees to a few ulps of the largest terms */
   double rtol = t == MLX_FLOAT32 ? 2e-5 : t == MLX_FLOAT64 ? 1e-12 : 2 * gpu_rtol(t);
@@ -279,7 +295,7 @@ static void test_sdpa(void) {
     for (size_t ki = 0; ki < 4; ki++)
       for (int gqa = 0; gqa < 2; gqa++)
         for (int mk = 0; mk < 4; mk++) {
-          struct sdpa_case c = {1, 16, gqa ? 4 : 16, 1, kls[ki], 128};
+          struct sdpa_case c = {1, 16, gqa ? 4 : 16, 1, kls[ki], 128, 0};
           same_sdpa(&c, dtypes[ti], (enum mask_kind)mk, false, false, 0.08838834764f);
           if (mk == M_NONE) {
             same_sdpa(&c, dtypes[ti], M_NONE, false, true, 0.08838834764f);
@@ -287,25 +303,37 @@ static void test_sdpa(void) {
           }
         }
   /* query length > 1 (prefill, speculative decoding) */
-  struct sdpa_case pre[] = {{1, 8, 2, 5, 7, 64},     {2, 4, 4, 33, 33, 64},
-                            {1, 16, 4, 17, 1024, 128}, {1, 4, 1, 64, 64, 128},
-                            {1, 2, 2, 9, 2049, 128},  {1, 4, 4, 40, 7, 64}};
+  struct sdpa_case pre[] = {{1, 8, 2, 5, 7, 64, 0},      {2, 4, 4, 33, 33, 64, 0},
+                            {1, 16, 4, 17, 1024, 128, 0}, {1, 4, 1, 64, 64, 128, 0},
+                            {1, 2, 2, 9, 2049, 128, 0},   {1, 4, 4, 40, 7, 64, 0}};
   for (size_t ti = 0; ti < 3; ti++)
     for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
       for (int mk = 0; mk < 4; mk++) {
         same_sdpa(&pre[i], dtypes[ti], (enum mask_kind)mk, false, mk == M_CAUSAL, 0.125f);
         if (mk == M_CAUSAL) same_sdpa(&pre[i], dtypes[ti], M_CAUSAL, true, false, 0.125f);
       }
-  /* other head dims (80: 10 packs; 512: two packs per lane; 20 and 1024:
-   * the CPU), GQA ratios 3 and 16, batches, float64 (the CPU) */
-  struct sdpa_case odd[] = {{1, 4, 2, 1, 300, 80},  {1, 2, 1, 3, 50, 512},  {1, 2, 2, 2, 9, 20},
-                            {1, 6, 2, 1, 77, 64},   {1, 16, 1, 1, 500, 64}, {3, 4, 2, 1, 130, 64},
-                            {1, 2, 2, 1, 40, 1024}, {2, 6, 2, 4, 65, 72}};
+  /* other head dims (80: 10 packs; 512: two packs per lane in 16-bit
+   * types; 20 in 16-bit types and 1024: the CPU), GQA ratios 3 and 16,
+   * batches, float64 (the CPU) */
+  struct sdpa_case odd[] = {{1, 4, 2, 1, 300, 80, 0},   {1, 2, 1, 3, 50, 512, 0},
+                            {1, 2, 2, 2, 9, 20, 0},     {1, 6, 2, 1, 77, 64, 0},
+                            {1, 16, 1, 1, 500, 64, 0},  {3, 4, 2, 1, 130, 64, 0},
+                            {1, 2, 2, 1, 40, 1024, 0},  {2, 6, 2, 4, 65, 72, 0}};
   for (size_t ti = 0; ti < 4; ti++)
     for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
       same_sdpa(&odd[i], dtypes[ti], M_NONE, false, false, 0.1f);
       same_sdpa(&odd[i], dtypes[ti], M_ADD, true, true, 0.1f);
     }
+  /* values of another head dim than the keys (MLA-style 192 / 128; wider
+   * values; one split and many; 256 / 512 is two packs per lane in 16-bit
+   * types and the host in float32) */
+  struct sdpa_case mixed[] = {{1, 8, 2, 1, 300, 192, 128}, {1, 4, 4, 17, 33, 64, 128},
+                              {1, 4, 2, 1, 2049, 128, 64},  {1, 2, 2, 3, 50, 256, 512},
+                              {2, 4, 1, 5, 9, 32, 8}};
+  for (size_t ti = 0; ti < 4; ti++)
+    for (size_t i = 0; i < sizeof mixed / sizeof *mixed; i++)
+      for (int mk = 0; mk < 4; mk++)
+        same_sdpa(&mixed[i], dtypes[ti], (enum mask_kind)mk, mk == M_CAUSAL, mk == M_ADD, 0.1f);
 }
 
 int main(void) {

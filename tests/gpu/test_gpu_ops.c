@@ -3,7 +3,7 @@
  * device memory back to its baseline. Skips without a GPU. */
 #include <math.h>
 
-#include "gpu_util.h"
+#include "gpu_bits.h"
 
 typedef int (*unary_fn)(mlx_array *, mlx_array, mlx_stream);
 typedef int (*binary_fn)(mlx_array *, mlx_array, mlx_array, mlx_stream);
@@ -598,6 +598,68 @@ static void test_argreduce(void) {
   }
 }
 
+/* isclose on the GPU gives the CPU's booleans exactly (no contraction on
+ * either side): y = x perturbed by up to a few tolerances, so that many
+ * pairs fall on either side of atol + rtol |y|; NaNs, infinities, equal
+ * and opposite infinities; equal_nan both ways; integer inputs (in
+ * double); views (a transposed x). */
+static void test_isclose(void) {
+  static const mlx_dtype types[] = {MLX_FLOAT32, MLX_FLOAT16, MLX_BFLOAT16, MLX_FLOAT64,
+                                    MLX_INT32,   MLX_UINT8,   MLX_INT64};
+  int shape[] = {48, 65};
+  float sv[8] = {NAN, NAN, INFINITY, INFINITY, -INFINITY, 1.0f, 0.0f, NAN};
+  float tv[8] = {NAN, 1.0f, INFINITY, -INFINITY, -INFINITY, INFINITY, -0.0f, 2.0f};
+  for (size_t t = 0; t < sizeof types / sizeof *types; t++) {
+    bool is_float = t < 4;
+    mlx_array x = gpu_rand(shape, 2, types[t], -4, 4), d = gpu_rand(shape, 2, types[t], -1, 1);
+    mlx_array y = mlx_array_new(), xt = mlx_array_new();
+    if (is_float) {
+      mlx_array s = mlx_array_new_float(3e-3f), ds = mlx_array_new();
+      CHECK_OK(mlx_multiply(&ds, d, s, test_stream()));
+      CHECK_OK(mlx_add(&y, x, ds, test_stream()));
+      mlx_array_free(s), mlx_array_free(ds);
+    } else {
+      CHECK_OK(mlx_add(&y, x, d, test_stream()));
+    }
+    CHECK_OK(mlx_transpose(&xt, x, test_stream()));
+    mlx_array yt = mlx_array_new();
+    CHECK_OK(mlx_transpose(&yt, y, test_stream()));
+    for (int en = 0; en < 2; en++) {
+      double rtol[2] = {1e-3, 1e-5}, atol[2] = {1e-3, 1e-8};
+      for (int k = 0; k < 2; k++)
+        for (int view = 0; view < 2; view++) {
+          mlx_array g = mlx_array_new(), c = mlx_array_new();
+          mlx_array a = view ? xt : x, b = view ? yt : y;
+          CHECK_OK(mlx_isclose(&g, a, b, rtol[k], atol[k], en, gpu_stream));
+          CHECK_OK(mlx_isclose(&c, a, b, rtol[k], atol[k], en, test_stream()));
+          CHECK_OK(mlx_array_eval(g));
+          char what[96];
+          snprintf(what, sizeof what, "isclose dtype %d rtol %g equal_nan %d view %d",
+                   (int)types[t], rtol[k], en, view);
+          CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
+          CHECK_SAME(g, c, 0, 0, what);
+          mlx_array_free(g), mlx_array_free(c);
+        }
+      if (is_float) { /* special values, x against y elementwise */
+        int n8[] = {8};
+        mlx_array s32 = mlx_array_new_data(sv, n8, 1, MLX_FLOAT32);
+        mlx_array t32 = mlx_array_new_data(tv, n8, 1, MLX_FLOAT32);
+        mlx_array sa = mlx_array_new(), ta = mlx_array_new(), g = mlx_array_new(),
+                  c = mlx_array_new();
+        CHECK_OK(mlx_astype(&sa, s32, types[t], test_stream()));
+        CHECK_OK(mlx_astype(&ta, t32, types[t], test_stream()));
+        CHECK_OK(mlx_isclose(&g, sa, ta, 1e-5, 1e-8, en, gpu_stream));
+        CHECK_OK(mlx_isclose(&c, sa, ta, 1e-5, 1e-8, en, test_stream()));
+        CHECK_SAME(g, c, 0, 0, en ? "isclose specials, equal_nan" : "isclose specials");
+        mlx_array_free(s32), mlx_array_free(t32), mlx_array_free(sa), mlx_array_free(ta);
+        mlx_array_free(g), mlx_array_free(c);
+      }
+    }
+    mlx_array_free(x), mlx_array_free(d), mlx_array_free(y), mlx_array_free(xt);
+    mlx_array_free(yt);
+  }
+}
+
 /* Found by running the CPU tests' cases on a GPU (LACE_TEST_DEVICE=gpu):
  * sign(NaN) is 0 (MLX's value), and an addmm over an empty contraction is
  * beta c. */
@@ -634,6 +696,7 @@ int main(void) {
   size_t base = test_active_memory();
   test_unary();
   test_binary();
+  test_isclose();
   test_astype();
   test_reduce();
   test_reduce_layouts();

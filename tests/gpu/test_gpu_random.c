@@ -1,8 +1,8 @@
 /* Random numbers on the GPU against the CPU with the same keys: bits of
  * every width and many shapes (odd byte counts per key, batched keys as a
  * key array with leading dimensions, strided keys), key splits, uniform,
- * randint and bernoulli bit for bit; normal, gumbel, laplace and truncated
- * normal within a few ulps of their dtype (the CPU calls glibc's logf/expf/
+ * randint and bernoulli bit for bit; normal (complex too), gumbel, laplace
+ * and truncated normal within a few ulps of their dtype (the CPU calls glibc's logf/expf/
  * log1pf, the GPU evaluates them in double and rounds once), with nearly
  * every element exact; categorical and permutations bit for bit; that the
  * results were made on the GPU; device memory back to its baseline. Skips
@@ -234,6 +234,63 @@ static void check_normal(void) {
   mlx_array_free(key);
 }
 
+/* a's real or imaginary parts (float32, on the CPU) */
+static mlx_array part(mlx_array a, bool imag) {
+  mlx_array r = mlx_array_new();
+  CHECK_OK(imag ? mlx_imag(&r, a, test_stream()) : mlx_real(&r, a, test_stream()));
+  return r;
+}
+
+/* re + im i from two float32 arrays of one shape (a CPU array) */
+static mlx_array complex_of(mlx_array re, mlx_array im) {
+  mlx_array i = mlx_array_new_complex(0.0f, 1.0f), t = mlx_array_new(), r = mlx_array_new();
+  CHECK_OK(mlx_multiply(&t, im, i, test_stream()));
+  CHECK_OK(mlx_add(&r, re, t, test_stream()));
+  CHECK_OK(mlx_array_eval(r));
+  mlx_array_free(i), mlx_array_free(t);
+  return r;
+}
+
+/* Complex normal draws: each part within float32's few ulps of the CPU's
+ * (erfinv's logf as for real normals; scale * z is C's complex product on
+ * both sides), scalar and broadcast complex loc and scale. */
+static void check_complex_normal(void) {
+  mlx_array key = key_of(4242);
+  int shape[] = {6, 9}, bs[] = {6, 1};
+  mlx_array lr = test_rand_f32(bs, 2, -3, 3), li = test_rand_f32(bs, 2, -3, 3);
+  mlx_array sr = test_rand_f32(shape, 2, -2, 2), si = test_rand_f32(shape, 2, -2, 2);
+  mlx_array loc = complex_of(lr, li), scale = complex_of(sr, si);
+  for (int c = 0; c < 3; c++)
+    for (size_t i = 0; i < NSHAPES; i++) {
+      if (c == 2 && i > 0) break;
+      mlx_array r[2] = {mlx_array_new(), mlx_array_new()};
+      for (int side = 0; side < 2; side++) {
+        mlx_stream s = side ? test_stream() : gpu_stream;
+        int rc = c == 0   ? mlx_random_normal(&r[side], SHAPE(i), MLX_COMPLEX64, 0, 1, key, s)
+                 : c == 1 ? mlx_random_normal(&r[side], SHAPE(i), MLX_COMPLEX64, 1.5f, 0.25f, key,
+                                              s)
+                          : mlx_random_normal_broadcast(&r[side], shape, 2, MLX_COMPLEX64, loc,
+                                                        scale, key, s);
+        CHECK_MSG(rc == 0, "complex normal %d shape %zu: %s", c, i, test_last_error);
+        CHECK_OK(mlx_array_eval(r[side]));
+      }
+      const char *what = WHAT("complex normal %s shape %zu",
+                              c == 0 ? "standard" : c == 1 ? "scalar loc/scale" : "broadcast", i);
+      if (mlx_array_size(r[1]) > 0)
+        CHECK_MSG(made_on_gpu(r[0]), "%s: the result was not made on the GPU", what);
+      CHECK_MSG(mlx_array_dtype(r[0]) == MLX_COMPLEX64, "%s: dtype %d", what,
+                (int)mlx_array_dtype(r[0]));
+      for (int im = 0; im < 2; im++) {
+        mlx_array g = part(r[0], im), w = part(r[1], im);
+        near_bits(g, w, MLX_FLOAT32, what);
+        mlx_array_free(g), mlx_array_free(w);
+      }
+      mlx_array_free(r[0]), mlx_array_free(r[1]);
+    }
+  mlx_array_free(lr), mlx_array_free(li), mlx_array_free(sr), mlx_array_free(si);
+  mlx_array_free(loc), mlx_array_free(scale), mlx_array_free(key);
+}
+
 static void check_randint(void) {
   mlx_array key = key_of(31337);
   static const mlx_dtype types[] = {MLX_INT32, MLX_INT8, MLX_UINT8, MLX_INT16,
@@ -387,6 +444,7 @@ int main(void) {
   check_batched_keys();
   check_uniform();
   check_normal();
+  check_complex_normal();
   check_randint();
   check_bernoulli();
   check_gumbel_laplace();

@@ -69,7 +69,8 @@ int lc_cuda_eval_elementwise(struct lc_node *n) {
   if (cx && !lc_gpu_complex_kernels()) return LC_EVAL_ON_CPU;
   a.nin = n->nin;
   a.n = n->size;
-  if (n->op == LC_OP_NAN_TO_NUM && n->params_size >= 3 * sizeof(double))
+  /* nan_to_num: nan, posinf, neginf; isclose: rtol, atol, equal_nan */
+  if ((n->op == LC_OP_NAN_TO_NUM || n->op == LC_OP_ISCLOSE) && n->params_size >= 3 * sizeof(double))
     memcpy(a.param, n->params, 3 * sizeof(double));
   bool all_flat = true;
   for (int k = 0; k < n->nin; k++) {

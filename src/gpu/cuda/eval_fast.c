@@ -7,8 +7,7 @@
  * outputs take over x's buffer when it may be donated (every element is
  * read before it is written, by the thread that writes it). What no kernel
  * covers (float64 attention, head dims that are not whole packs or exceed
- * two packs per lane, values of another head dim than the keys, empty
- * arrays) answers LC_EVAL_ON_CPU. */
+ * two packs per lane, empty arrays) answers LC_EVAL_ON_CPU. */
 #ifdef LACE_CUDA
 #include <float.h>
 #include <stdint.h>
@@ -49,19 +48,18 @@ static int out_buffer(struct lc_node *n) {
   return lc_cuda_alloc_output(n);
 }
 
-/* The norm kernel reads row-major x and unit-stride weight and bias (its
- * strided paths disagreed with the CPU on the H200: sliced or transposed
- * rows, broadcast weights), so operands of other layouts are copied to
- * scratch first. Rows that are not whole 16-byte packs (bfloat16,
- * d = 129 disagreed too) and float64 run on the CPU. */
+/* The norm kernel is given row-major x and unit-stride weight and bias:
+ * operands of other layouts are copied to scratch first. Rows of any
+ * length and every float dtype run on the GPU: packs where the row is
+ * whole 16-byte packs, single elements otherwise. (The CPU fallback that
+ * odd rows once had dates from before lc_cu_norm's blocks held whole
+ * rows; d = 129 is a row of 160 threads, which 256 does not divide.) */
 static int norm_with(struct lc_node *n, bool layer, struct lc_buffer **tmp) {
   const struct norm_params *p = n->params;
   struct lc_node *x = n->in[0];
-  if (!float_dtype(n->dtype) || n->dtype == MLX_FLOAT64 || x->dtype != n->dtype || n->size == 0)
-    return LC_EVAL_ON_CPU;
+  if (!float_dtype(n->dtype) || x->dtype != n->dtype || n->size == 0) return LC_EVAL_ON_CPU;
   for (int k = 1; k < n->nin; k++)
     if (n->in[k]->ndim != 1) return LC_EVAL_ON_CPU;
-  if ((x->shape[x->ndim - 1] * (int64_t)lc_dtype_size(n->dtype)) % 16) return LC_EVAL_ON_CPU;
   struct lc_cu_norm a;
   memset(&a, 0, sizeof a);
   void *stream = lc_gpu_stream(n->dev);
@@ -188,7 +186,7 @@ int lc_cuda_eval_sdpa(struct lc_node *n) {
   int m = 3;
   if (p->has_mask) mask = n->in[m++];
   if (p->has_sinks) sinks = n->in[m];
-  if (v->shape[3] != q->shape[3] || k->shape[2] == 0) return LC_EVAL_ON_CPU;
+  if (k->shape[2] == 0) return LC_EVAL_ON_CPU;
   struct lc_cu_sdpa a;
   memset(&a, 0, sizeof a);
   a.dt = t;
@@ -196,6 +194,7 @@ int lc_cuda_eval_sdpa(struct lc_node *n) {
   a.Hq = q->shape[1];
   a.qL = q->shape[2];
   a.D = q->shape[3];
+  a.Dv = v->shape[3];
   a.Hkv = k->shape[1];
   a.kL = k->shape[2];
   a.scale = p->scale;

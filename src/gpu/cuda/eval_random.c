@@ -1,8 +1,8 @@
 /* eval_cuda of the random family: bits (threefry), RANDOM_DIST (every
- * distribution drawn from bits), categorical, the permutation's argsort and
- * its reordering along an axis. Each describes its node for the kernels of
- * gpu/cuda/random.cu, which compute what the CPU evaluators do. The
- * complex normal (RANDOM_CNORMAL) has no GPU kernel and runs on the CPU. */
+ * real distribution drawn from bits), RANDOM_CNORMAL (complex normal
+ * draws), categorical, the permutation's argsort and its reordering along
+ * an axis. Each describes its node for the kernels of gpu/cuda/random.cu,
+ * which compute what the CPU evaluators do. */
 #ifdef LACE_CUDA
 #include <stdint.h>
 #include <string.h>
@@ -56,27 +56,29 @@ static bool dist_input_dtype(mlx_dtype t) {
          t == MLX_UINT32;
 }
 
-/* The output's dimensions with extent 1 dropped and neighbours that every
- * input steps through as one merged (while the merged extent fits the
- * descriptor's int); false beyond LC_CU_MAX_DIMS. */
-static bool dist_dims(struct lc_cu_dist *a, const struct lc_node *n) {
+/* n's dimensions with extent 1 dropped and neighbours that every input
+ * in[0..nin) (NULL: absent, no constraint) steps through as one merged,
+ * while the merged extent fits an int: shape and strides (per input) in
+ * *ndim dims; false beyond LC_CU_MAX_DIMS. */
+static bool merged_dims(const struct lc_node *n, int nin, const struct lc_node *const *in,
+                        int *shape, int64_t (*strides)[LC_CU_MAX_DIMS], int *ndim) {
   int nd = 0;
   for (int d = 0; d < n->ndim; d++) {
     if (n->shape[d] == 1) continue;
-    bool merge = nd > 0 && (int64_t)a->shape[nd - 1] * n->shape[d] <= INT32_MAX;
-    for (int k = 0; merge && k < a->nin; k++)
-      merge = a->strides[k][nd - 1] == n->in[k]->strides[d] * n->shape[d];
+    bool merge = nd > 0 && (int64_t)shape[nd - 1] * n->shape[d] <= INT32_MAX;
+    for (int k = 0; merge && k < nin; k++)
+      merge = !in[k] || strides[k][nd - 1] == in[k]->strides[d] * n->shape[d];
     if (merge) {
-      a->shape[nd - 1] *= n->shape[d];
-      for (int k = 0; k < a->nin; k++) a->strides[k][nd - 1] = n->in[k]->strides[d];
+      shape[nd - 1] *= n->shape[d];
+      for (int k = 0; k < nin; k++) strides[k][nd - 1] = in[k] ? in[k]->strides[d] : 0;
       continue;
     }
     if (nd == LC_CU_MAX_DIMS) return false;
-    a->shape[nd] = n->shape[d];
-    for (int k = 0; k < a->nin; k++) a->strides[k][nd] = n->in[k]->strides[d];
+    shape[nd] = n->shape[d];
+    for (int k = 0; k < nin; k++) strides[k][nd] = in[k] ? in[k]->strides[d] : 0;
     nd++;
   }
-  a->ndim = nd;
+  *ndim = nd;
   return true;
 }
 
@@ -98,13 +100,48 @@ int lc_cuda_eval_random_dist(struct lc_node *n) {
     if (!dist_input_dtype(n->in[k]->dtype)) return LC_EVAL_ON_CPU;
     a.in_dt[k] = n->in[k]->dtype;
   }
-  if (!dist_dims(&a, n)) return LC_EVAL_ON_CPU;
+  if (!merged_dims(n, n->nin, (const struct lc_node *const *)n->in, a.shape, a.strides, &a.ndim))
+    return LC_EVAL_ON_CPU;
   if (lc_cuda_alloc_output(n)) return 1;
   if (n->size == 0) return 0;
   a.out = n->buf->dev_data;
   for (int k = 0; k < n->nin; k++) a.in[k] = dev_data(n->in[k]);
   return lc_cuda_finish(n, lc_cuda_result(lc_cu_random_dist(&a, lc_gpu_stream(n->dev)),
                                           "random distribution"));
+}
+
+/* The bits are read row-major: a view of them (a vmapped key's) is
+ * copied to scratch first. */
+int lc_cuda_eval_random_cnormal(struct lc_node *n) {
+  const int *p = n->params; /* has_scale, has_loc (ops/random_dist.c) */
+  struct lc_node *bits = n->in[0];
+  if (bits->dtype != MLX_UINT32 || bits->size != 2 * n->size) return LC_EVAL_ON_CPU;
+  struct lc_cu_cnormal a;
+  memset(&a, 0, sizeof a);
+  const struct lc_node *in[2] = {NULL, NULL};
+  for (int j = 0, k = 1; j < 2; j++)
+    if (p[j]) in[j] = n->in[k++];
+  for (int j = 0; j < 2; j++)
+    if (in[j] && in[j]->dtype != MLX_COMPLEX64) return LC_EVAL_ON_CPU;
+  if (!merged_dims(n, 2, in, a.shape, a.strides, &a.ndim)) return LC_EVAL_ON_CPU;
+  struct lc_buffer *tmp = NULL;
+  const void *bp = dev_data(bits);
+  if (n->size > 0 && !(bits->flags & LC_NF_CONTIG)) {
+    int rc = lc_cuda_copy_to_scratch(bits, bits->ndim, bits->shape, bits->strides, bits->size,
+                                     &tmp, &bp, n->dev, "normal (copy of bits)");
+    if (rc) return rc;
+  }
+  int rc = lc_cuda_alloc_output(n);
+  if (!rc && n->size > 0) {
+    a.n = n->size;
+    a.out = n->buf->dev_data;
+    a.bits = bp;
+    for (int j = 0; j < 2; j++) a.in[j] = in[j] ? dev_data(in[j]) : NULL;
+    rc = lc_cuda_finish(n, lc_cuda_result(lc_cu_random_cnormal(&a, lc_gpu_stream(n->dev)),
+                                          "normal (complex)"));
+  }
+  lc_buffer_release(tmp); /* stream-ordered: the kernel is queued first */
+  return rc;
 }
 
 int lc_cuda_eval_random_categorical(struct lc_node *n) {

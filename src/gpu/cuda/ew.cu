@@ -357,13 +357,17 @@ template <class Op> int bin_real(const lc_cu_ew &a, cudaStream_t s, bool with_bo
   });
   return rc;
 }
-template <class Op> int bin_pred(const lc_cu_ew &a, cudaStream_t s) {
+// bool = op(x, y) over every real type; op may carry parameters.
+template <class Op> int bin_pred_with(const lc_cu_ew &a, cudaStream_t s, Op op) {
   int rc = LC_CU_UNSUPPORTED;
   lc_dispatch_real(a.in_dt, [&](auto *p) {
     using T = std::remove_pointer_t<decltype(p)>;
-    rc = launch_binary<bool, T>(a, Op(), s);
+    rc = launch_binary<bool, T>(a, op, s);
   });
   return rc;
+}
+template <class Op> int bin_pred(const lc_cu_ew &a, cudaStream_t s) {
+  return bin_pred_with(a, s, Op());
 }
 
 int astype(const lc_cu_ew &a, cudaStream_t s) {
@@ -469,6 +473,7 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_LESS: return bin_pred<Lt>(a, s);
     case LC_OP_LESS_EQUAL: return bin_pred<Le>(a, s);
     case LC_OP_NAN_EQUAL: return is_float ? bin_pred<NanEq>(a, s) : bin_pred<Eq>(a, s);
+    case LC_OP_ISCLOSE: return bin_pred_with(a, s, IsClose{a.param[0], a.param[1], a.param[2]});
     case LC_OP_LOGICAL_AND:
       return a.in_dt == MLX_BOOL ? launch_binary<bool, bool>(a, And(), s) : LC_CU_UNSUPPORTED;
     case LC_OP_LOGICAL_OR:

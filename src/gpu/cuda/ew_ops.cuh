@@ -146,6 +146,22 @@ LC_PRED(Le, x <= y)
 LC_PRED(NanEq, x == y || (x != x && y != y))
 LC_PRED(And, x && y)
 LC_PRED(Or, x || y)
+// isclose as ops/binary.c: in float for the 16/32-bit floats (MLX's
+// tolerances are float32 scalars), in double for every other type; an
+// infinite operand is close only to an equal one.
+template <class C> struct lc_isclose_type { typedef double type; };
+template <> struct lc_isclose_type<float> { typedef float type; };
+struct IsClose {
+  double rtol, atol, equal_nan;
+  template <class C> __device__ __forceinline__ bool operator()(C xc, C yc) const {
+    typedef typename lc_isclose_type<C>::type F;
+    F x = (F)xc, y = (F)yc, rt = (F)rtol, at = (F)atol;
+    bool inf = isinf(x) || isinf(y);
+    F d = x - y, ay = y < 0 ? -y : y;
+    bool ok = inf ? x == y : (d < 0 ? -d : d) <= at + rt * ay;
+    return ok || (equal_nan != 0 && x != x && y != y);
+  }
+};
 #undef LC_WRAP
 #undef LC_BIN
 #undef LC_PRED

@@ -62,8 +62,8 @@ struct lc_cu_rope {
 };
 int lc_cu_rope(const struct lc_cu_rope *a, void *stream);
 
-/* Attention of q (B, Hq, qL, D) over k (B, Hkv, kL, D), v (B, Hkv, kL, D)
- * (element strides qs, ks, vs; the last one 1) into out (B, Hq, qL, D)
+/* Attention of q (B, Hq, qL, D) over k (B, Hkv, kL, D), v (B, Hkv, kL, Dv)
+ * (element strides qs, ks, vs; the last one 1) into out (B, Hq, qL, Dv)
  * row-major, all of float dtype dt. mask: NULL, or (B, Hq, qL, kL) with
  * strides ms, of bool (mask_bool) or dt (added to the scores). sinks:
  * NULL or Hq values of dt, stride ss. causal: key t is seen by row i iff
@@ -71,7 +71,7 @@ int lc_cu_rope(const struct lc_cu_rope *a, void *stream);
  * `work`: NULL, or a float scratch of lc_cu_sdpa_work_floats() elements. */
 struct lc_cu_sdpa {
   int dt;
-  int B, Hq, Hkv, qL, kL, D;
+  int B, Hq, Hkv, qL, kL, D, Dv; /* D: q's and k's head dim; Dv: v's (the output's) */
   const void *q, *k, *v, *mask, *sinks;
   void *out;
   int64_t qs[4], ks[4], vs[4], ms[4], ss;

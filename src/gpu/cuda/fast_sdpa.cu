@@ -6,7 +6,9 @@
 // query rows of one batch, and one split, a range of ksplit keys. Its
 // warps take keys in turn; a key is read by a group of LPK lanes, each
 // holding P 16-byte packs of the row (lane li has packs li, li + LPK, ...),
-// so a warp reads 32 / LPK keys per step. Each group keeps an online
+// so a warp reads 32 / LPK keys per step. Keys and values may differ in
+// head dim (D and Dv): the lanes cover the longer of the two rows, each
+// load guarded by its own row's pack count. Each group keeps an online
 // softmax per vector (running max m, sum l, weighted values acc); groups
 // merge by shuffles, warps through shared memory. With one split the
 // block writes the output; with several it writes its (acc, m, l) to the
@@ -39,10 +41,10 @@ struct Plan {
 // The launch shape for a, or false when the kernel does not cover it.
 bool make_plan(const struct lc_cu_sdpa *a, Plan *p) {
   int sz = a->dt == MLX_FLOAT32 ? 4 : (a->dt == MLX_FLOAT16 || a->dt == MLX_BFLOAT16) ? 2 : 0;
-  if (!sz || a->D <= 0 || a->kL <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv) return false;
+  if (!sz || a->D <= 0 || a->Dv <= 0 || a->kL <= 0 || a->Hkv <= 0 || a->Hq % a->Hkv) return false;
   p->V = 16 / sz;
-  if (a->D % p->V) return false;
-  p->npk = a->D / p->V;
+  if (a->D % p->V || a->Dv % p->V) return false;
+  p->npk = (a->D > a->Dv ? a->D : a->Dv) / p->V; /* packs per lane group: the longer row */
   p->LPK = 1;
   while (p->LPK < p->npk && p->LPK < 32) p->LPK <<= 1;
   p->P = (p->npk + p->LPK - 1) / p->LPK;
@@ -76,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   lc_pdl_begin();
   constexpr int V = 16 / sizeof(T);
   extern __shared__ float smem[];
-  const int D = a.D, npk = D / V, Dp = LPK * P * V, QR = RT / RH;
+  const int npk = a.D / V, npv = a.Dv / V, Dv = a.Dv, Dp = LPK * P * V, QR = RT / RH;
   const int split = blockIdx.x % nsplit, tile = (int)(blockIdx.x / nsplit % ntile);
   const int b = (int)(blockIdx.x / nsplit / ntile);
   const int hkv = blockIdx.y / nsub, h0 = hkv * (a.Hq / a.Hkv) + (blockIdx.y % nsub) * RH;
@@ -147,16 +149,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int j = 0; j < P; j++) { /* both loads in flight before the shuffles */
       int pk = li + j * LPK;
-      bool in = valid && pk < npk;
+      bool ink = valid && pk < npk, inv = valid && pk < npv;
       lc_pack<T> u, w;
-      if (in) {
-        u = lc_pack<T>::load(kb + t * a.ks[2] + pk * V);
-        w = lc_pack<T>::load(vb + t * a.vs[2] + pk * V);
-      }
+      if (ink) u = lc_pack<T>::load(kb + t * a.ks[2] + pk * V);
+      if (inv) w = lc_pack<T>::load(vb + t * a.vs[2] + pk * V);
 #pragma unroll
       for (int k = 0; k < V; k++) {
-        kf[j][k] = in ? lc_ld(u.e[k]) : 0.f;
-        vf[j][k] = in ? lc_ld(w.e[k]) : 0.f;
+        kf[j][k] = ink ? lc_ld(u.e[k]) : 0.f;
+        vf[j][k] = inv ? lc_ld(w.e[k]) : 0.f;
       }
     }
 #pragma unroll
@@ -224,8 +224,8 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   __syncthreads();
-  for (int e = threadIdx.x; e < RT * D; e += blockDim.x) {
-    const int r = e / D, d = e % D, h = h0 + r % RH, i = tile * QR + r / RH;
+  for (int e = threadIdx.x; e < RT * Dv; e += blockDim.x) {
+    const int r = e / Dv, d = e % Dv, h = h0 + r % RH, i = tile * QR + r / RH;
     if (i >= a.qL) continue;
     float M = -INFINITY;
     for (int w = 0; w < kWarps; w++) M = fmaxf(M, smem[(w * RT + r) * rs + Dp]);
@@ -244,14 +244,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     if (nsplit == 1) {
       if (has_sink) L += ex(sink, M);
-      T *o = (T *)a.out + (((int64_t)b * a.Hq + h) * a.qL + i) * D;
+      T *o = (T *)a.out + (((int64_t)b * a.Hq + h) * a.qL + i) * Dv;
       o[d] = lc_st<T>::f(A * (1.0f / L));
     } else {
-      float *pp = a.work + ((((int64_t)b * a.qL + i) * a.Hq + h) * nsplit + split) * (D + 2);
+      float *pp = a.work + ((((int64_t)b * a.qL + i) * a.Hq + h) * nsplit + split) * (Dv + 2);
       pp[d] = A;
       if (d == 0) {
-        pp[D] = M;
-        pp[D + 1] = L;
+        pp[Dv] = M;
+        pp[Dv + 1] = L;
       }
     }
   }
@@ -286,7 +286,7 @@ template <class T> __global__ void __launch_bounds__(kCombineThreads)
   lc_pdl_begin();
   extern __shared__ float wts[]; /* nsplit weights, then the fold's partials */
   float *red = wts + nsplit;
-  const int D = a.D;
+  const int D = a.Dv; /* the partial states hold value rows */
   const int64_t rh = blockIdx.x, row = rh / a.Hq; /* (b * qL + i) * Hq + h */
   const int h = (int)(rh % a.Hq), b = (int)(row / a.qL), i = (int)(row % a.qL);
   const float *pp = a.work + rh * nsplit * (int64_t)(D + 2);
@@ -360,7 +360,7 @@ template <class T> void launch(const struct lc_cu_sdpa &a, const Plan &p, cudaSt
 extern "C" int64_t lc_cu_sdpa_work_floats(const struct lc_cu_sdpa *a) {
   Plan p;
   if (!make_plan(a, &p)) return -1;
-  return p.nsplit > 1 ? (int64_t)a->B * a->Hq * a->qL * p.nsplit * (a->D + 2) : 0;
+  return p.nsplit > 1 ? (int64_t)a->B * a->Hq * a->qL * p.nsplit * (a->Dv + 2) : 0;
 }
 
 extern "C" int lc_cu_sdpa(const struct lc_cu_sdpa *a, void *stream) {

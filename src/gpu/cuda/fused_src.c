@@ -206,6 +206,18 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
                   "__longlong_as_double(0x%llxll)}(%s)", b[0], b[1], b[2], a[0]);
     return true;
   }
+  case LC_OP_ISCLOSE: {
+    double p[3]; /* rtol, atol, equal_nan */
+    if (x->nin != 2 || x->dtype != MLX_BOOL || arg_dtype(h, x->arg[0]) != dt ||
+        arg_dtype(h, x->arg[1]) != dt || x->params_size < (int)sizeof p)
+      return false;
+    memcpy(p, (const char *)h + x->params_off, sizeof p);
+    unsigned long long b[3];
+    memcpy(b, p, sizeof b);
+    lc_strbuf_put(s, "IsClose{__longlong_as_double(0x%llxll), __longlong_as_double(0x%llxll), "
+                  "__longlong_as_double(0x%llxll)}(%s, %s)", b[0], b[1], b[2], a[0], a[1]);
+    return true;
+  }
   default: break;
   }
   for (int k = 0; k < x->nin; k++)

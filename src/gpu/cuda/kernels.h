@@ -38,7 +38,7 @@ struct lc_cu_ew {
   int flat[LC_CU_MAX_IN];
   int shape[LC_CU_MAX_DIMS];
   int64_t strides[LC_CU_MAX_IN][LC_CU_MAX_DIMS];
-  double param[3]; /* nan_to_num: nan, posinf, neginf */
+  double param[3]; /* nan_to_num: nan, posinf, neginf; isclose: rtol, atol, equal_nan */
 };
 int lc_cu_elementwise(const struct lc_cu_ew *a, void *stream);
 /* The same for ops with a complex64 input or output (gpu/cuda/ew_complex.cu):

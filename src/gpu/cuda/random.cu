@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "gpu/cuda/cu_types.cuh"
+#include "gpu/cuda/cx.cuh"
 #include "gpu/cuda/random.h"
 #include "gpu/cuda/launch.cuh"
 
@@ -312,6 +313,26 @@ __global__ void dist_kernel(lc_cu_dist a) {
   }
 }
 
+// The CPU's cnormal_eval: the pair as (re, im), then scale * z as C's
+// complex product, then loc + z part by part.
+__global__ void cnormal_kernel(lc_cu_cnormal a) {
+  const Cx *sc = (const Cx *)a.in[0], *lo = (const Cx *)a.in[1];
+  GRID_LOOP(i, a.n) {
+    int64_t off[2] = {0, 0}, r = i;
+    for (int d = a.ndim - 1; d >= 0; d--) {
+      int64_t q = r / a.shape[d], c = r - q * a.shape[d];
+      off[0] += c * a.strides[0][d];
+      off[1] += c * a.strides[1][d];
+      r = q;
+    }
+    Cx z = cx(erfinv_f32(symmetric_unit(a.bits[2 * i])),
+              erfinv_f32(symmetric_unit(a.bits[2 * i + 1])));
+    if (sc) z = mul(sc[off[0]], z);
+    if (lo) z = cx(__fadd_rn(lo[off[1]].re, z.re), __fadd_rn(lo[off[1]].im, z.im));
+    ((Cx *)a.out)[i] = z;
+  }
+}
+
 // ---- categorical ----
 
 // Offset in v of the element with coordinate `lead` over dims [0, axis),
@@ -407,6 +428,12 @@ extern "C" int lc_cu_random_bits(const uint32_t *keys, const struct lc_cu_view *
 extern "C" int lc_cu_random_dist(const struct lc_cu_dist *a, void *stream) {
   if (a->n == 0) return 0;
   dist_kernel<<<blocks_for(a->n), 256, 0, (cudaStream_t)stream>>>(*a);
+  return done();
+}
+
+extern "C" int lc_cu_random_cnormal(const struct lc_cu_cnormal *a, void *stream) {
+  if (a->n == 0) return 0;
+  cnormal_kernel<<<blocks_for(a->n), 256, 0, (cudaStream_t)stream>>>(*a);
   return done();
 }
 

@@ -54,6 +54,22 @@ struct lc_cu_dist {
 };
 int lc_cu_random_dist(const struct lc_cu_dist *a, void *stream);
 
+/* A RANDOM_CNORMAL node: out[i] (complex64, n contiguous) = loc + scale *
+ * (e(bits[2i]) + e(bits[2i+1]) i), e the normal draw's erfinv of the
+ * symmetric unit (no sqrt 2 factor), bits row-major (2n words); scale
+ * and loc complex64 or NULL, element i read at sum_d coord_d * strides[k][d]
+ * over shape (ndim dims; k = 0 scale, 1 loc). */
+struct lc_cu_cnormal {
+  int64_t n;
+  void *out;
+  const uint32_t *bits;
+  const void *in[2]; /* scale, loc */
+  int ndim;
+  int shape[LC_CU_MAX_DIMS];
+  int64_t strides[2][LC_CU_MAX_DIMS];
+};
+int lc_cu_random_cnormal(const struct lc_cu_cnormal *a, void *stream);
+
 /* Categorical: out[a * inner + j] (uint32) = the first k maximising
  * g[a, k, j] + l[a, k, j] (float64 sum when l is float64, else float32; a
  * NaN wins over numbers, the first NaN stays) over the views' shape, whose
