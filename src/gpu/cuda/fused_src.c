@@ -175,6 +175,16 @@ static void operand(char *buf, size_t len, int a) {
   snprintf(buf, len, a < 0 ? "x%d" : "v%d", a < 0 ? -a - 1 : a);
 }
 
+/* Appends "name{p0, p1, p2}": an ew_ops.cuh functor built from x's first
+ * three double params, each spelled by its bits (exact, NaN included). */
+static void put_functor3(struct lc_strbuf *s, const char *name, const struct lc_fused_hdr *h,
+                         const struct lc_fused_ins *x) {
+  unsigned long long b[3];
+  memcpy(b, (const char *)h + x->params_off, sizeof b);
+  lc_strbuf_put(s, "%s{__longlong_as_double(0x%llxll), __longlong_as_double(0x%llxll), "
+                "__longlong_as_double(0x%llxll)}", name, b[0], b[1], b[2]);
+}
+
 /* Appends the value of elementwise instruction x (without rounding);
  * false when the GPU has no kernel for it. */
 static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const struct lc_fused_ins *x) {
@@ -196,28 +206,19 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
       return false;
     lc_strbuf_put(s, "(%s ? %s : %s)", a[0], a[1], a[2]);
     return true;
-  case LC_OP_NAN_TO_NUM: {
-    double p[3];
-    if (x->nin != 1 || !is_float(dt) || x->dtype != dt || x->params_size < (int)sizeof p) return false;
-    memcpy(p, (const char *)h + x->params_off, sizeof p);
-    unsigned long long b[3];
-    memcpy(b, p, sizeof b);
-    lc_strbuf_put(s, "NanToNum{__longlong_as_double(0x%llxll), __longlong_as_double(0x%llxll), "
-                  "__longlong_as_double(0x%llxll)}(%s)", b[0], b[1], b[2], a[0]);
-    return true;
-  }
-  case LC_OP_ISCLOSE: {
-    double p[3]; /* rtol, atol, equal_nan */
-    if (x->nin != 2 || x->dtype != MLX_BOOL || arg_dtype(h, x->arg[0]) != dt ||
-        arg_dtype(h, x->arg[1]) != dt || x->params_size < (int)sizeof p)
+  case LC_OP_NAN_TO_NUM: /* params: nan, posinf, neginf */
+    if (x->nin != 1 || !is_float(dt) || x->dtype != dt || x->params_size < 3 * (int)sizeof(double))
       return false;
-    memcpy(p, (const char *)h + x->params_off, sizeof p);
-    unsigned long long b[3];
-    memcpy(b, p, sizeof b);
-    lc_strbuf_put(s, "IsClose{__longlong_as_double(0x%llxll), __longlong_as_double(0x%llxll), "
-                  "__longlong_as_double(0x%llxll)}(%s, %s)", b[0], b[1], b[2], a[0], a[1]);
+    put_functor3(s, "NanToNum", h, x);
+    lc_strbuf_put(s, "(%s)", a[0]);
     return true;
-  }
+  case LC_OP_ISCLOSE: /* params: rtol, atol, equal_nan */
+    if (x->nin != 2 || x->dtype != MLX_BOOL || arg_dtype(h, x->arg[0]) != dt ||
+        arg_dtype(h, x->arg[1]) != dt || x->params_size < 3 * (int)sizeof(double))
+      return false;
+    put_functor3(s, "IsClose", h, x);
+    lc_strbuf_put(s, "(%s, %s)", a[0], a[1]);
+    return true;
   default: break;
   }
   for (int k = 0; k < x->nin; k++)

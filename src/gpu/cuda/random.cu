@@ -294,17 +294,26 @@ __device__ double dist_any(const lc_cu_dist &a, uint32_t b, const int64_t *off) 
 #undef LD
 }
 
+// off[k] = the offset in input k of output element i (row-major over
+// shape[0..ndim)), through strides[k].
+__device__ __forceinline__ void offsets_of(int64_t i, int ndim, const int *shape,
+                                           const int64_t (*strides)[LC_CU_MAX_DIMS], int nin,
+                                           int64_t *off) {
+  for (int k = 0; k < nin; k++) off[k] = 0;
+  for (int d = ndim - 1; d >= 0; d--) {
+    int64_t q = i / shape[d], c = i - q * shape[d];
+    for (int k = 0; k < nin; k++) off[k] += c * strides[k][d];
+    i = q;
+  }
+}
+
 __global__ void dist_kernel(lc_cu_dist a) {
   const uint32_t *bits = (const uint32_t *)a.in[0];
   const bool fast = a.out_dt == MLX_FLOAT32 &&
                     (a.kind == LC_CU_DIST_UNIFORM || a.kind == LC_CU_DIST_NORMAL);
   GRID_LOOP(i, a.n) {
-    int64_t off[LC_CU_DIST_IN] = {0, 0, 0, 0, 0}, r = i;
-    for (int d = a.ndim - 1; d >= 0; d--) {
-      int64_t q = r / a.shape[d], c = r - q * a.shape[d];
-      for (int k = 0; k < a.nin; k++) off[k] += c * a.strides[k][d];
-      r = q;
-    }
+    int64_t off[LC_CU_DIST_IN] = {0, 0, 0, 0, 0}; /* past nin: 0 */
+    offsets_of(i, a.ndim, a.shape, a.strides, a.nin, off);
     uint32_t b = bits[off[0]];
     if (fast)
       ((float *)a.out)[i] = dist_f32(a, b, off);
@@ -318,13 +327,8 @@ __global__ void dist_kernel(lc_cu_dist a) {
 __global__ void cnormal_kernel(lc_cu_cnormal a) {
   const Cx *sc = (const Cx *)a.in[0], *lo = (const Cx *)a.in[1];
   GRID_LOOP(i, a.n) {
-    int64_t off[2] = {0, 0}, r = i;
-    for (int d = a.ndim - 1; d >= 0; d--) {
-      int64_t q = r / a.shape[d], c = r - q * a.shape[d];
-      off[0] += c * a.strides[0][d];
-      off[1] += c * a.strides[1][d];
-      r = q;
-    }
+    int64_t off[2];
+    offsets_of(i, a.ndim, a.shape, a.strides, 2, off);
     Cx z = cx(erfinv_f32(symmetric_unit(a.bits[2 * i])),
               erfinv_f32(symmetric_unit(a.bits[2 * i + 1])));
     if (sc) z = mul(sc[off[0]], z);
