@@ -4,6 +4,7 @@
  * scalar inputs take the flat path and views need few dimensions. */
 #ifdef LACE_CUDA
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,13 +23,14 @@ static bool is_scalar(const struct lc_node *x) {
   return true;
 }
 
-/* Merges adjacent dimensions that every input steps through as one;
- * drops extents of 1. Fails (false) beyond LC_CU_MAX_DIMS. */
+/* Merges adjacent dimensions that every input steps through as one
+ * while the merged extent fits the descriptor's int; drops extents of 1.
+ * Fails (false) beyond LC_CU_MAX_DIMS. */
 static bool collapse(struct lc_cu_ew *a, const struct lc_node *n) {
   int nd = 0;
   for (int d = 0; d < n->ndim; d++) {
     if (n->shape[d] == 1) continue;
-    bool merge = nd > 0;
+    bool merge = nd > 0 && (int64_t)a->shape[nd - 1] * n->shape[d] <= INT32_MAX;
     for (int k = 0; merge && k < a->nin; k++)
       merge = a->strides[k][nd - 1] == n->in[k]->strides[d] * n->shape[d];
     if (merge) {
