@@ -150,6 +150,15 @@ static int near_pairs(const mlx_array *x, mlx_array *o) {
   return 1;
 }
 
+/* fp8 codes of 300 x (some past the saturation at 480), back to x's
+ * dtype, plus x; and the codes themselves */
+static int fp8_round_trip(const mlx_array *x, mlx_array *o) {
+  mlx_array q = OP(mlx_to_fp8, OP(mlx_multiply, x[0], K(300, x[0])));
+  o[0] = OP(mlx_add, OP(mlx_from_fp8, q, mlx_array_dtype(x[0])), x[0]);
+  o[1] = q;
+  return 2;
+}
+
 /* ---- cases ---- */
 struct input {
   int ndim, shape[3];
@@ -207,6 +216,8 @@ static const struct gcase cases[] = {
     {"isclose", near_pairs, 2, {{2, {70, 300}, F32, -1, 1}, {2, {70, 300}, F32, -1, 1}}, 0, 0, 0},
     {"isclose bf16", near_pairs, 2,
      {{2, {70, 300}, MLX_BFLOAT16, -1, 1}, {2, {70, 300}, MLX_BFLOAT16, -1, 1}}, 0, 0, 0},
+    {"fp8 round trip", fp8_round_trip, 1, {{2, {70, 300}, F32, -2, 2}}, 0, 0, 0},
+    {"fp8 round trip f16", fp8_round_trip, 1, {{2, {70, 300}, MLX_FLOAT16, -2, 2}}, 0, 0, 0},
 };
 #define NCASES (int)(sizeof cases / sizeof *cases)
 

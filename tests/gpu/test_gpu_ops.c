@@ -660,6 +660,48 @@ static void test_isclose(void) {
   }
 }
 
+/* fp8 (e4m3) codes: to_fp8 from every float dtype (random values over the
+ * whole range and past the saturation at 480, the subnormal range, the
+ * rounding ties and specials; contiguous and transposed) and from_fp8 of
+ * all 256 codes to every float dtype give the CPU's bits, on the GPU. */
+static void test_fp8(void) {
+  int shape[] = {40, 67}, n256[] = {256}, n12[] = {12};
+  float sv[12] = {NAN, INFINITY, -INFINITY, 480.0f, 479.9f, 448.0f, -464.0f, 0.0f, -0.0f,
+                  0x1p-10f, 0x1.8p-9f /* a subnormal tie */, 1.0625f /* a normal tie */};
+  uint8_t codes[256];
+  for (int c = 0; c < 256; c++) codes[c] = (uint8_t)c;
+  mlx_array all = mlx_array_new_data(codes, n256, 1, MLX_UINT8);
+  mlx_array spec = mlx_array_new_data(sv, n12, 1, MLX_FLOAT32);
+  for (int t = 0; t < 4; t++) {
+    mlx_dtype dt = float_types[t];
+    mlx_array wide = gpu_rand(shape, 2, dt, -600, 600), small = gpu_rand(shape, 2, dt, -0.03, 0.03);
+    mlx_array wt = mlx_array_new(), sp = mlx_array_new();
+    CHECK_OK(mlx_transpose(&wt, wide, test_stream()));
+    CHECK_OK(mlx_astype(&sp, spec, dt, test_stream()));
+    mlx_array xs[4] = {wide, small, wt, sp};
+    for (int k = 0; k < 4; k++) {
+      mlx_array g = mlx_array_new(), c = mlx_array_new();
+      CHECK_OK(mlx_to_fp8(&g, xs[k], gpu_stream));
+      CHECK_OK(mlx_to_fp8(&c, xs[k], test_stream()));
+      CHECK_OK(mlx_array_eval(g));
+      char what[64];
+      snprintf(what, sizeof what, "to_fp8 dtype %d input %d", (int)dt, k);
+      CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
+      CHECK_SAME(g, c, 0, 0, what);
+      mlx_array_free(g), mlx_array_free(c);
+    }
+    mlx_array g = mlx_array_new(), c = mlx_array_new();
+    CHECK_OK(mlx_from_fp8(&g, all, dt, gpu_stream));
+    CHECK_OK(mlx_from_fp8(&c, all, dt, test_stream()));
+    CHECK_OK(mlx_array_eval(g));
+    CHECK_MSG(made_on_gpu(g), "from_fp8 dtype %d: computed on the host", (int)dt);
+    CHECK_SAME(g, c, 0, 0, "from_fp8 of every code");
+    mlx_array_free(g), mlx_array_free(c);
+    mlx_array_free(wide), mlx_array_free(small), mlx_array_free(wt), mlx_array_free(sp);
+  }
+  mlx_array_free(all), mlx_array_free(spec);
+}
+
 /* Found by running the CPU tests' cases on a GPU (LACE_TEST_DEVICE=gpu):
  * sign(NaN) is 0 (MLX's value), and an addmm over an empty contraction is
  * beta c. */
@@ -697,6 +739,7 @@ int main(void) {
   test_unary();
   test_binary();
   test_isclose();
+  test_fp8();
   test_astype();
   test_reduce();
   test_reduce_layouts();

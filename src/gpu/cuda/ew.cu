@@ -444,6 +444,24 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_ROUND: return is_float ? un_float<Round>(a, s) : LC_CU_UNSUPPORTED;
     case LC_OP_NAN_TO_NUM:
       return un_float(a, s, NanToNum{a.param[0], a.param[1], a.param[2]});
+    case LC_OP_TO_FP8: {
+      int rc = LC_CU_UNSUPPORTED;
+      if (a.out_dt != MLX_UINT8) return rc;
+      lc_dispatch_float(a.in_dt, [&](auto *p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        rc = launch_unary<uint8_t, T>(a, ToFp8(), s);
+      });
+      return rc;
+    }
+    case LC_OP_FROM_FP8: {
+      int rc = LC_CU_UNSUPPORTED;
+      if (a.in_dt != MLX_UINT8) return rc;
+      lc_dispatch_float(a.out_dt, [&](auto *p) {
+        using T = std::remove_pointer_t<decltype(p)>;
+        rc = launch_unary<T, uint8_t>(a, FromFp8(), s);
+      });
+      return rc;
+    }
     case LC_OP_LOGICAL_NOT:
       if (a.in_dt != MLX_BOOL) return LC_CU_UNSUPPORTED;
       return launch_unary<bool, bool>(a, LogicalNot(), s);

@@ -116,6 +116,29 @@ struct NanToNum {
   }
 };
 
+// fp8 e4m3 codes as ops/unary.c's to_fp8 / from_fp8 (and MLX): to a code
+// from the value rounded to float, nearest even, magnitudes >= 480, inf and
+// NaN saturating to 448 (0x7e); every code back to a finite float (0x7f
+// reads 480), which every float dtype holds exactly.
+struct ToFp8 {
+  template <class C> __device__ __forceinline__ unsigned char operator()(C x) const {
+    unsigned int bits = __float_as_uint((float)x), sign = bits & 0x80000000u, a = bits ^ sign, r;
+    if (a >= 0x43f00000u)
+      r = 0x7e;
+    else if (a < 0x3c800000u) /* below 2^-6: the subnormal codes, steps of 2^-9 */
+      r = (unsigned int)rintf(__uint_as_float(a) * 512.0f);
+    else
+      r = (a + ((unsigned int)(7 - 127) << 23) + 0x7ffffu + ((a >> 20) & 1)) >> 20;
+    return (unsigned char)(r | (sign >> 24));
+  }
+};
+struct FromFp8 {
+  template <class C> __device__ __forceinline__ float operator()(C c) const {
+    unsigned int u = (unsigned int)c, e = (u >> 3) & 15, m = u & 7;
+    float v = e ? __uint_as_float((e + 120) << 23 | m << 20) : (float)m * 0.001953125f;
+    return (u & 0x80) ? -v : v;
+  }
+};
 #define LC_BIN(NAME, ...) \
   struct NAME { template <class C> __device__ __forceinline__ C operator()(C x, C y) const { return __VA_ARGS__; } };
 #define LC_PRED(NAME, ...) \

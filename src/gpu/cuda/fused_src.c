@@ -219,6 +219,16 @@ static bool ins_expr(struct lc_strbuf *s, const struct lc_fused_hdr *h, const st
     put_functor3(s, "IsClose", h, x);
     lc_strbuf_put(s, "(%s, %s)", a[0], a[1]);
     return true;
+  case LC_OP_TO_FP8: /* float -> uint8 code */
+    if (x->nin != 1 || !is_float(dt) || x->dtype != MLX_UINT8 || arg_dtype(h, x->arg[0]) != dt)
+      return false;
+    lc_strbuf_put(s, "ToFp8()(%s)", a[0]);
+    return true;
+  case LC_OP_FROM_FP8: /* uint8 code -> float, exact in every float dtype */
+    if (x->nin != 1 || dt != MLX_UINT8 || !is_float(x->dtype) || arg_dtype(h, x->arg[0]) != dt)
+      return false;
+    lc_strbuf_put(s, "FromFp8()(%s)", a[0]);
+    return true;
   default: break;
   }
   for (int k = 0; k < x->nin; k++)
