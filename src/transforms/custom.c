@@ -44,7 +44,10 @@ static void custom_params_ref(const void *params, int delta) {
     custom_unref(c);
 }
 
-static int custom_eval(struct lc_node *n) { return lc_node_alloc_data(n); } /* holds no data */
+/* The node holds no data (its outputs are tuple_get views of the function's
+ * own outputs, which are its inputs), so on a GPU it is evaluated in place
+ * too: answering on the CPU would copy every input to the host first. */
+static int custom_eval(struct lc_node *n) { return lc_node_alloc_data(n); }
 
 /* Copies the arrays of a result vector (new references) into out[0..n),
  * checking that there are at least n of them with the given shapes (like,
@@ -236,6 +239,7 @@ static int custom_vmap(struct lc_node *n, struct lc_node *const *in, const int *
 const struct lc_prim lc_prim_custom = {.name = "custom",
                                        .flags = LC_PF_NOCSE,
                                        .eval_cpu = custom_eval,
+                                       .eval_cuda = LC_CUDA(custom_eval),
                                        .vjp = custom_vjp,
                                        .jvp = custom_jvp,
                                        .vmap = custom_vmap,

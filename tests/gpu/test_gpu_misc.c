@@ -7,6 +7,7 @@
  * offsets past the matrix, one-element linspaces, hadamard rows longer
  * than a shared-memory tile, masks with too few values). Every result
  * must have been made on the GPU: a CPU fallback would leave a host copy.
+ * Custom functions (transforms/custom.c) too, against the plain function.
  * Skips without a GPU. */
 #include <math.h>
 
@@ -496,6 +497,60 @@ static void test_number_of_elements(void) {
   mlx_array_free(x);
 }
 
+/* A custom function (here a checkpoint, whose vjp re-runs the function)
+ * on a GPU stream: its node holds no data, so it must not bring its
+ * inputs (the primals and the function's outputs) to the host. Outputs
+ * and gradients stay on the GPU and equal those of the plain function. */
+static int ck_body(mlx_vector_array *res, const mlx_vector_array in) {
+  mlx_array x = mlx_array_new(), s = mlx_array_new(), y = mlx_array_new();
+  int rc = mlx_vector_array_get(&x, in, 0) || mlx_sin(&s, x, gpu_stream) ||
+           mlx_multiply(&y, s, x, gpu_stream) || mlx_vector_array_set_value(res, y);
+  mlx_array_free(x), mlx_array_free(s), mlx_array_free(y);
+  return rc;
+}
+static void test_custom_function(void) {
+  int shape[] = {300, 257};
+  mlx_array h = gpu_rand(shape, 2, MLX_FLOAT32, -3, 3), one = mlx_array_new_float(1.0f);
+  mlx_array x = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_multiply(&x, h, one, gpu_stream));
+  CHECK_OK(mlx_add(&c, h, one, gpu_stream));
+  CHECK_OK(mlx_array_eval(x));
+  CHECK_OK(mlx_array_eval(c));
+  mlx_closure f = mlx_closure_new_func(ck_body), ck = mlx_closure_new();
+  CHECK_OK(mlx_checkpoint(&ck, f));
+  mlx_vector_array xs = mlx_vector_array_new_value(x), cs = mlx_vector_array_new_value(c);
+  mlx_vector_array y[2] = {mlx_vector_array_new(), mlx_vector_array_new()};
+  mlx_vector_array o[2] = {mlx_vector_array_new(), mlx_vector_array_new()},
+                   g[2] = {mlx_vector_array_new(), mlx_vector_array_new()};
+  mlx_closure fs[2] = {f, ck};
+  for (int k = 0; k < 2; k++) {
+    CHECK_OK(mlx_closure_apply(&y[k], fs[k], xs));
+    CHECK_OK(mlx_vjp(&o[k], &g[k], fs[k], xs, cs));
+  }
+  mlx_array a[2][3];
+  for (int k = 0; k < 2; k++) {
+    a[k][0] = mlx_array_new(), a[k][1] = mlx_array_new(), a[k][2] = mlx_array_new();
+    CHECK_OK(mlx_vector_array_get(&a[k][0], y[k], 0));
+    CHECK_OK(mlx_vector_array_get(&a[k][1], o[k], 0));
+    CHECK_OK(mlx_vector_array_get(&a[k][2], g[k], 0));
+    for (int j = 0; j < 3; j++) CHECK_OK(mlx_array_eval(a[k][j]));
+  }
+  static const char *const names[3] = {"output", "vjp output", "gradient"};
+  /* before any comparison reads them on the host */
+  CHECK_MSG(made_on_gpu(x), "checkpoint: its input was copied to the host");
+  for (int j = 0; j < 3; j++)
+    CHECK_MSG(made_on_gpu(a[1][j]), "checkpoint %s: computed or copied on the host", names[j]);
+  for (int j = 0; j < 3; j++)
+    SAME_BITS(a[1][j], a[0][j], WHAT("checkpoint %s against the plain function", names[j]));
+  for (int k = 0; k < 2; k++) {
+    for (int j = 0; j < 3; j++) mlx_array_free(a[k][j]);
+    mlx_vector_array_free(y[k]), mlx_vector_array_free(o[k]), mlx_vector_array_free(g[k]);
+  }
+  mlx_vector_array_free(xs), mlx_vector_array_free(cs);
+  mlx_closure_free(f), mlx_closure_free(ck);
+  mlx_array_free(h), mlx_array_free(one), mlx_array_free(x), mlx_array_free(c);
+}
+
 int main(void) {
   if (!gpu_test_init()) return TEST_SKIP;
   test_divmod();
@@ -506,6 +561,7 @@ int main(void) {
   test_hadamard();
   test_masked_scatter();
   test_number_of_elements();
+  test_custom_function();
   mlx_stream_free(gpu_stream);
   return test_done();
 }
