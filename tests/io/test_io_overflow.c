@@ -116,9 +116,16 @@ static double seconds_to_load(size_t n) {
 }
 
 static void test_many_empty_tensors(void) {
-  double t_small = seconds_to_load(25000), t_big = seconds_to_load(100000);
+  /* the fastest of three interleaved runs of each size: other processes
+   * (ctest -j) slow single runs down, never speed them up */
+  double t_small = 1e9, t_big = 1e9;
+  for (int r = 0; r < 3; r++) {
+    double a = seconds_to_load(25000), b = seconds_to_load(100000);
+    t_small = a < t_small ? a : t_small;
+    t_big = b < t_big ? b : t_big;
+  }
   /* linear: about 4x; the former quadratic name checks made it 16x */
-  CHECK_MSG(t_big < 8 * t_small + 0.25, "25k tensors: %.3f s, 100k tensors: %.3f s", t_small,
+  CHECK_MSG(t_big < 8 * t_small + 0.1, "25k tensors: %.3f s, 100k tensors: %.3f s", t_small,
             t_big);
   if (getenv("LACE_TEST_VERBOSE")) fprintf(stderr, "%.3f s, %.3f s\n", t_small, t_big);
 }
