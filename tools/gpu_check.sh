@@ -3,7 +3,9 @@
 #   sh tools/gpu_check.sh          builds build-gpu (Release, LACE_CUDA=ON),
 #                                  then runs them from there
 #   sh tools/gpu_check.sh DIR      runs prebuilt binaries from DIR (how the
-#                                  lent H200 runs binaries built elsewhere)
+#                                  lent H200 runs binaries built elsewhere;
+#                                  DIR/cpu-tests/, when there, are run with
+#                                  LACE_TEST_DEVICE=gpu: see gpu_bundle.sh)
 # LACE_GPU_BENCH=0 skips the benchmarks; their output is in gpu-bench.log and
 # gpu-decode.log (the transformer decode step: lace, torch, jax).
 # Exit status: non-zero when a test failed (a skip, 77, is not a failure).
@@ -33,6 +35,20 @@ for p in "$T"/test_gpu_*; do
   s=$?
   [ $s -eq 0 ] || [ $s -eq 77 ] || { echo "== $t (clusters, no PDL) FAILED ($s)"; rc=1; }
 done
+# a bundle's other test programs (gpu_bundle.sh AREA...), their cases on the GPU
+if [ -d "$T/cpu-tests" ]; then
+  log=$(mktemp)
+  for p in "$T"/cpu-tests/test_*; do
+    [ -x "$p" ] || continue
+    t=${p##*/}
+    echo "== $t (LACE_TEST_DEVICE=gpu)"
+    LACE_TEST_DEVICE=gpu timeout "${LACE_GPU_TEST_TIMEOUT:-300}" "$p" > "$log" 2>&1
+    s=$?
+    tail -n 20 "$log"
+    [ "$s" -eq 0 ] || [ "$s" -eq 77 ] || { echo "== $t (on the GPU) FAILED ($s)"; rc=1; }
+  done
+  rm -f "$log"
+fi
 if [ "${LACE_GPU_BENCH:-1}" != 0 ]; then
   echo "== bench"
   PYTHONUNBUFFERED=1 python3 tools/gpu_bench.py "$B/bench_gpu" 2>&1 | tee gpu-bench.log
