@@ -399,23 +399,55 @@ typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx
 
 /* Rows of 1000 (a block per row); many rows of 64 and of 512 (a warp or
  * two per row, several rows per block, the last block part empty). */
+/* Softmax on the GPU over any axes: the last one (in place), others and
+ * several (rows in permuted scratch, copied back), all of them, and
+ * inputs that are transposed, sliced (the last position of a sequence) or
+ * broadcast; every result made on the GPU. */
+static void softmax_case(mlx_array x, const int *axes, int naxes, const char *what) {
+  mlx_dtype t = mlx_array_dtype(x);
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_softmax_axes(&g, x, axes, (size_t)naxes, false, gpu_stream));
+  CHECK_OK(mlx_softmax_axes(&c, x, axes, (size_t)naxes, false, test_stream()));
+  CHECK_OK(mlx_array_eval(g));
+  char msg[128];
+  snprintf(msg, sizeof msg, "softmax %s, dtype %d, %d axes from %d", what, (int)t, naxes, axes[0]);
+  CHECK_MSG(made_on_gpu(g), "%s: computed on the host", msg);
+  double rtol = t == MLX_FLOAT64 ? 1e-12 : gpu_rtol(t) * 8;
+  CHECK_SAME(g, c, rtol, 1e-7, msg);
+  mlx_array_free(g), mlx_array_free(c);
+}
 static void test_softmax(void) {
   int shapes[][3] = {{7, 33, 1000}, {1, 8201, 64}, {1, 4097, 512}};
   for (int si = 0; si < 3; si++)
-  for (size_t t = 0; t < 4; t++) {
-    mlx_array x = gpu_rand(shapes[si], 3, float_types[t], -8, 8);
-    int axes[][1] = {{2}, {1}};
-    for (int a = 0; a < (si ? 1 : 2); a++) { /* the last axis on the GPU, another through the CPU */
-      mlx_array g = mlx_array_new(), c = mlx_array_new();
-      CHECK_OK(mlx_softmax_axes(&g, x, axes[a], 1, false, gpu_stream));
-      CHECK_OK(mlx_softmax_axes(&c, x, axes[a], 1, false, test_stream()));
-      double rtol = float_types[t] == MLX_FLOAT64 ? 1e-12 : gpu_rtol(float_types[t]) * 8;
-      CHECK_SAME(g, c, rtol, 1e-7, "softmax");
-      mlx_array_free(g);
-      mlx_array_free(c);
+    for (size_t t = 0; t < 4; t++) {
+      mlx_array x = gpu_rand(shapes[si], 3, float_types[t], -8, 8);
+      int last[1] = {2}, mid[1] = {1}, first[1] = {0}, outer[2] = {0, 2}, two[2] = {1, 2},
+          all[3] = {0, 1, 2};
+      softmax_case(x, last, 1, "last axis");
+      if (si == 0) {
+        softmax_case(x, mid, 1, "middle axis");
+        softmax_case(x, first, 1, "first axis");
+        softmax_case(x, outer, 2, "axes 0 and 2");
+        softmax_case(x, two, 2, "the last two axes");
+        softmax_case(x, all, 3, "every axis");
+        mlx_array xt = mlx_array_new(), sl = mlx_array_new(), b = mlx_array_new();
+        CHECK_OK(mlx_transpose(&xt, x, test_stream())); /* (1000, 33, 7) */
+        softmax_case(xt, last, 1, "transposed");
+        softmax_case(xt, first, 1, "transposed, first axis");
+        int start[3] = {0, 32, 0}, stop[3] = {7, 33, 1000}, step[3] = {1, 1, 1};
+        CHECK_OK(mlx_slice(&sl, x, start, 3, stop, 3, step, 3, test_stream()));
+        softmax_case(sl, last, 1, "sliced (the last position)");
+        int bs[3] = {7, 33, 1000};
+        mlx_array row = mlx_array_new();
+        CHECK_OK(mlx_slice(&row, x, (int[]){0, 0, 0}, 3, (int[]){1, 1, 1000}, 3, step, 3,
+                           test_stream()));
+        CHECK_OK(mlx_broadcast_to(&b, row, bs, 3, test_stream()));
+        softmax_case(b, last, 1, "broadcast");
+        softmax_case(b, mid, 1, "broadcast, over the broadcast axis");
+        mlx_array_free(xt), mlx_array_free(sl), mlx_array_free(b), mlx_array_free(row);
+      }
+      mlx_array_free(x);
     }
-    mlx_array_free(x);
-  }
 }
 
 static void matmul_case(int M, int K, int N, mlx_dtype t, bool ta, bool tb, int batch) {

@@ -107,20 +107,54 @@ int lc_cuda_eval_arg_reduce(struct lc_node *n) {
                                name));
 }
 
-/* eval_cuda of SOFTMAX over the last axis of a contiguous input (params:
- * {precise, naxes, axes...}); other cases run on the CPU for now. */
+/* eval_cuda of SOFTMAX (params: {precise, naxes, axes...}, sorted): over
+ * rows of the softmax axes (lc_cuda_rows_last copies the input when its
+ * layout is not already kept axes first, softmax axes last, row-major).
+ * When the softmax axes are the trailing ones, rows are the output's own
+ * layout and the kernel writes it; otherwise it writes scratch in the
+ * permuted order, and a strided copy moves that into the output's order.
+ * No axes, or more dims than the copy kernel takes, run on the CPU. */
 int lc_cuda_eval_softmax(struct lc_node *n) {
   const int *p = n->params;
   struct lc_node *x = n->in[0];
-  if (x->ndim == 0 || p[1] != 1 || p[2] != x->ndim - 1 || !lc_node_is_contiguous(x) ||
-      x->dtype != n->dtype)
+  int nd = x->ndim, naxes = p[1];
+  if (naxes < 1 || nd > LC_CU_MAX_DIMS || x->dtype != n->dtype || x->size == 0)
     return LC_EVAL_ON_CPU;
-  if (lc_cuda_alloc_output(n)) return 1;
-  int64_t len = x->shape[x->ndim - 1];
-  return lc_cuda_finish(n, lc_cuda_result(lc_cu_softmax_rows(x->dtype, len ? x->size / len : 0,
-                                                              len, lc_node_dev_data(x),
-                                                              n->buf->dev_data,
-                                                              lc_gpu_stream(n->dev)),
-                                           "softmax"));
+  bool red[LC_CU_MAX_DIMS] = {false};
+  for (int i = 0; i < naxes; i++) red[p[2 + i]] = true;
+  bool trailing = true; /* the softmax axes are the last naxes dims */
+  for (int d = 0; d < nd; d++) trailing &= red[d] == (d >= nd - naxes);
+  const void *src;
+  struct lc_buffer *tmp, *perm_out = NULL;
+  int64_t len;
+  int rc = lc_cuda_rows_last(x, red, n->dev, "softmax (copy)", &src, &tmp, &len);
+  if (rc) return rc;
+  if (lc_cuda_alloc_output(n)) return finish(n, tmp, 1);
+  size_t isz = lc_dtype_size(x->dtype);
+  if (!trailing && !(perm_out = lc_buffer_new_device((size_t)x->size * isz, n->dev)))
+    return finish(n, tmp, 1);
+  void *stream = lc_gpu_stream(n->dev);
+  rc = lc_cuda_result(lc_cu_softmax_rows(x->dtype, x->size / len, len, src,
+                                         perm_out ? perm_out->dev_data : n->buf->dev_data, stream),
+                      "softmax");
+  if (!rc && perm_out) {
+    /* perm_out holds kept axes then softmax axes, each ascending: read it
+     * in the output's order, dim d by its stride there */
+    int perm[LC_CU_MAX_DIMS], k = 0;
+    int64_t st[LC_CU_MAX_DIMS], step = 1;
+    for (int d = 0; d < nd; d++)
+      if (!red[d]) perm[k++] = d;
+    for (int d = 0; d < nd; d++)
+      if (red[d]) perm[k++] = d;
+    for (int i = nd - 1; i >= 0; i--) {
+      st[perm[i]] = step;
+      step *= x->shape[perm[i]];
+    }
+    rc = lc_cuda_result(lc_cu_copy_strided(n->buf->dev_data, perm_out->dev_data, (int)isz, nd,
+                                           x->shape, st, x->size, stream),
+                        "softmax (copy back)");
+  }
+  lc_buffer_release(perm_out); /* stream-ordered, as tmp */
+  return finish(n, tmp, rc);
 }
 #endif
