@@ -484,6 +484,52 @@ static void matmul_case(int M, int K, int N, mlx_dtype t, bool ta, bool tb, int 
   mlx_array_free(b);
 }
 
+/* gather_mm on the GPU (one batched GEMM over pointers built from the
+ * indices on the device) against the CPU: a mixture of experts' decode
+ * (each token's row times its top-2 experts, broadcast indices) and
+ * prefill (16 rows, expert weights transposed, no lhs indices), every
+ * float dtype, each made on the GPU. */
+static void gather_mm_case(mlx_array a, mlx_array b, mlx_array li, mlx_array ri, const char *what) {
+  mlx_dtype t = mlx_array_dtype(a);
+  mlx_array g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_gather_mm(&g, a, b, li, ri, false, gpu_stream));
+  CHECK_OK(mlx_gather_mm(&c, a, b, li, ri, false, test_stream()));
+  CHECK_OK(mlx_array_eval(g));
+  char msg[96];
+  snprintf(msg, sizeof msg, "gather_mm %s, dtype %d", what, (int)t);
+  CHECK_MSG(made_on_gpu(g), "%s: computed on the host", msg);
+  int K = mlx_array_shape(a)[mlx_array_ndim(a) - 1];
+  double tol = t == MLX_FLOAT64 ? 1e-12 : t == MLX_FLOAT32 ? 1e-5 * sqrt(K) : 2e-2;
+  CHECK_SAME(g, c, tol, tol, msg);
+  mlx_array_free(g), mlx_array_free(c);
+}
+static void test_gather_mm(void) {
+  enum { T = 6, E = 8, K = 256, N = 384 };
+  for (size_t ti = 0; ti < 4; ti++) {
+    mlx_dtype t = float_types[ti];
+    int sx[] = {T, 1, K}, sw[] = {E, K, N}, swt[] = {E, N, K}, sp[] = {3, 16, K};
+    int stok[] = {T, 1}, stop2[] = {T, 2}, s5[] = {5};
+    mlx_array x = gpu_rand(sx, 3, t, -1, 1), w = gpu_rand(sw, 3, t, -1, 1);
+    mlx_array tok = gpu_rand(stok, 2, MLX_UINT32, 0, T - 1);
+    mlx_array top2 = gpu_rand(stop2, 2, MLX_UINT32, 0, E - 1);
+    mlx_array ar = mlx_array_new(), tokr = mlx_array_new();
+    CHECK_OK(mlx_arange(&ar, 0, T, 1, MLX_UINT32, test_stream()));
+    CHECK_OK(mlx_reshape(&tokr, ar, stok, 2, test_stream()));
+    gather_mm_case(x, w, tokr, top2, "decode, top-2 experts");
+    gather_mm_case(x, w, tok, top2, "decode, shuffled rows");
+    mlx_array wt0 = gpu_rand(swt, 3, t, -1, 1), wt = mlx_array_new();
+    CHECK_OK(mlx_swapaxes(&wt, wt0, -1, -2, test_stream()));
+    mlx_array p = gpu_rand(sp, 3, t, -1, 1);
+    mlx_array l5 = gpu_rand(s5, 1, MLX_UINT32, 0, 2), r5 = gpu_rand(s5, 1, MLX_UINT32, 0, E - 1);
+    gather_mm_case(p, wt, l5, r5, "prefill, transposed experts");
+    mlx_array none = {0}, r3 = gpu_rand((int[]){3}, 1, MLX_UINT32, 0, E - 1);
+    gather_mm_case(p, w, none, r3, "no lhs indices");
+    mlx_array_free(x), mlx_array_free(w), mlx_array_free(tok), mlx_array_free(top2);
+    mlx_array_free(ar), mlx_array_free(tokr), mlx_array_free(wt0), mlx_array_free(wt);
+    mlx_array_free(p), mlx_array_free(l5), mlx_array_free(r5), mlx_array_free(r3);
+  }
+}
+
 static void test_matmul(void) {
   for (size_t t = 0; t < 4; t++)
     for (int ta = 0; ta < 2; ta++)
@@ -779,6 +825,7 @@ int main(void) {
   test_argreduce();
   test_softmax();
   test_matmul();
+  test_gather_mm();
   test_mixed();
   test_compile_on_gpu();
   return gpu_test_done(base);

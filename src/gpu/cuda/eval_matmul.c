@@ -27,6 +27,7 @@
 #include "gpu/cuda/blas.h"
 #include "gpu/cuda/eval.h"
 #include "gpu/cuda/kernels.h"
+#include "gpu/cuda/misc.h"
 #include "gpu/gpu.h"
 #include "ops/linalg.h"
 #include "ops/prim.h"
@@ -344,6 +345,79 @@ static void read_tf32(void) {
   tf32_on = e && atoi(e) != 0;
 }
 
+/* An index array of gather_mm (uint32, the output's batch shape) as
+ * `batches` row-major items on the device: its own data, or a copy into
+ * *tmp. 0, LC_EVAL_ON_CPU or 1 after reporting. */
+static int gather_indices(struct lc_node *ix, int dev, struct lc_buffer **tmp,
+                          const uint32_t **out) {
+  if (lc_node_is_contiguous(ix)) {
+    *out = lc_node_dev_data(ix);
+    return 0;
+  }
+  const void *p = NULL;
+  int rc = lc_cuda_copy_to_scratch(ix, ix->ndim, ix->shape, ix->strides, ix->size, tmp, &p, dev,
+                                   "gather_mm (copy of indices)");
+  *out = p;
+  return rc;
+}
+
+/* gather_mm (params gather): a (na, M, K) and b (nb, K, N), inputs 2 and 3
+ * choosing a's and b's matrix for each output batch, as one batched GEMM
+ * over pointer arrays that a kernel builds from the indices on the device
+ * (no host read: graph capture stays possible). tmp[0..5): operand and
+ * index copies, the pointer arrays. Empty products run on the CPU. */
+static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t ct,
+                       struct lc_buffer **tmp) {
+  const struct lc_matmul_params *p = n->params;
+  const struct lc_node *a = n->in[0], *b = n->in[1];
+  if (n->nin != 4 || p->has_c || a->dtype != n->dtype || b->dtype != n->dtype || a->ndim != 3 ||
+      b->ndim != 3 || n->in[2]->dtype != MLX_UINT32 || n->in[3]->dtype != MLX_UINT32 ||
+      n->dev >= MAX_GPUS || n->size == 0)
+    return LC_EVAL_ON_CPU;
+  struct mat A, B;
+  int64_t M, K, K2, N, batches = 1;
+  struct operand_copy ca, cb;
+  /* one batch dim each, strided over its own matrices */
+  int orc = plan_operand(a, 1, p->a_split, a->shape, &A, &M, &K, &ca);
+  if (!orc) orc = plan_operand(b, 1, p->b_split, b->shape, &B, &K2, &N, &cb);
+  if (orc) return orc;
+  for (int d = 0; d < p->nb; d++) batches *= n->shape[d];
+  if (K != K2 || K == 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
+      batches > INT32_MAX || A.ld > INT32_MAX || B.ld > INT32_MAX)
+    return LC_EVAL_ON_CPU;
+  const uint32_t *ia, *ib;
+  int rc = gather_indices(n->in[2], n->dev, &tmp[2], &ia);
+  if (!rc) rc = gather_indices(n->in[3], n->dev, &tmp[3], &ib);
+  if (rc) return rc;
+  if (copy_operand(&ca, &A, &tmp[0], n->dev) || copy_operand(&cb, &B, &tmp[1], n->dev)) return 1;
+  if (!(tmp[4] = lc_buffer_new_device(sizeof(void *) * 3 * (size_t)batches, n->dev))) return 1;
+  if (lc_cuda_alloc_output(n)) return 1;
+  size_t isz = lc_dtype_size(n->dtype);
+  void *stream = lc_gpu_stream(n->dev), **ptrs = tmp[4]->dev_data;
+  struct lc_cu_gather_mm g = {
+      .ia = ia, .ib = ib, .n = batches, .a = A.ptr, .b = B.ptr, .out = n->buf->dev_data,
+      .a_step = A.batch_stride * (int64_t)isz, .b_step = B.batch_stride * (int64_t)isz,
+      .out_step = M * N * (int64_t)isz, .na = (uint32_t)a->shape[0], .nb = (uint32_t)b->shape[0],
+      .ptrs = ptrs};
+  rc = lc_cuda_result(lc_cu_gather_mm_ptrs(&g, stream), "gather_mm (pointers)");
+  if (rc) return lc_cuda_finish(n, rc);
+  cublasHandle_t h;
+  if (lc_cuda_blas_begin(n->dev, "gather_mm", &h)) return lc_cuda_finish(n, 1);
+  float af = p->alpha, bf = 0.0f;
+  double ad = p->alpha, bd = 0.0;
+  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
+  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  /* row-major out = a b as cuBLAS's column-major out^T = b^T a^T */
+  rc = lc_cuda_blas_check(
+      cublasGemmBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
+                          (const void *const *)(ptrs + batches), dt, (int)B.ld,
+                          (const void *const *)ptrs, dt, (int)A.ld, beta, ptrs + 2 * batches, dt,
+                          (int)N, (int)batches, ct, CUBLAS_GEMM_DEFAULT),
+      "gather_mm", "batched gemm");
+  lc_cuda_blas_end(n->dev);
+  return rc ? lc_cuda_finish(n, 1) : 0;
+}
+
 /* lc_cuda_eval_matmul with its operand copies' owner. */
 static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
   const struct lc_matmul_params *p = n->params;
@@ -360,8 +434,8 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
     case MLX_FLOAT64: dt = CUDA_R_64F, ct = CUBLAS_COMPUTE_64F; break;
     default: return LC_EVAL_ON_CPU;
   }
-  if (p->gather || p->segmented || a->dtype != n->dtype || b->dtype != n->dtype ||
-      n->dev >= MAX_GPUS)
+  if (p->gather) return gather_with(n, dt, ct, tmp);
+  if (p->segmented || a->dtype != n->dtype || b->dtype != n->dtype || n->dev >= MAX_GPUS)
     return LC_EVAL_ON_CPU;
   struct mat A, B;
   int64_t M, K, K2, N;
@@ -440,10 +514,9 @@ fail_rc:
 }
 
 int lc_cuda_eval_matmul(struct lc_node *n) {
-  struct lc_buffer *tmp[2] = {NULL, NULL};
+  struct lc_buffer *tmp[5] = {NULL, NULL, NULL, NULL, NULL};
   int rc = matmul_with(n, tmp);
-  lc_buffer_release(tmp[0]);
-  lc_buffer_release(tmp[1]);
+  for (int k = 0; k < 5; k++) lc_buffer_release(tmp[k]); /* stream-ordered */
   return rc;
 }
 

@@ -1,5 +1,6 @@
 // Kernels of primitives that the other families do not cover: divmod,
-// linspace, tri (eye), tril/triu, diag, hadamard, masked_scatter, and a
+// linspace, tri (eye), tril/triu, diag, hadamard, masked_scatter, gather_mm's
+// pointer arrays, and a
 // contiguous copy of a view (misc.h). Semantics are the CPU evaluators'
 // (ops/binary.c, ops/creation.c, ops/shape_remap.c, ops/misc_ops.c,
 // ops/scatter.c), kept bit for bit:
@@ -281,6 +282,20 @@ __global__ void __launch_bounds__(kMsThreads)
     }
 }
 
+// ---- gather_mm: the batched GEMM's pointers ----
+
+__global__ void gather_mm_ptrs_k(lc_cu_gather_mm g) {
+  lc_pdl_begin();
+  GRID_LOOP(i, g.n) {
+    uint32_t ia = g.ia[i], ib = g.ib[i];
+    ia = ia < g.na ? ia : g.na - 1;
+    ib = ib < g.nb ? ib : g.nb - 1;
+    g.ptrs[i] = (void *)(g.a + (int64_t)ia * g.a_step);
+    g.ptrs[g.n + i] = (void *)(g.b + (int64_t)ib * g.b_step);
+    g.ptrs[2 * g.n + i] = (void *)(g.out + i * g.out_step);
+  }
+}
+
 }  // namespace
 
 extern "C" int lc_cu_copy_view(void *out, const struct lc_cu_view *in, int itemsize, int64_t n,
@@ -406,5 +421,13 @@ extern "C" int lc_cu_masked_scatter(void *out, int itemsize, const struct lc_cu_
                   *values, nvalues, tiles);
       }))
     return LC_CU_UNSUPPORTED;
+  return done();
+}
+
+extern "C" int lc_cu_gather_mm_ptrs(const struct lc_cu_gather_mm *g, void *stream) {
+  if (g->n <= 0) return 0;
+  if (g->na == 0 || g->nb == 0) return LC_CU_UNSUPPORTED;
+  lc_launch(gather_mm_ptrs_k, dim3(blocks_for(g->n)), dim3(kThreads), 0, (cudaStream_t)stream,
+            *g);
   return done();
 }

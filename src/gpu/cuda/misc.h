@@ -50,6 +50,22 @@ int lc_cu_divmod(const struct lc_cu_divmod *a, void *stream);
 int lc_cu_linspace(void *out, int dt, int64_t n, double start, double stop, int den,
                    void *stream);
 
+/* gather_mm's pointer arrays for cuBLAS's batched GEMM: for batch i < n,
+ * ptrs[i] = a + ia[i] a_step, ptrs[n + i] = b + ib[i] b_step and
+ * ptrs[2 n + i] = out + i out_step (steps in bytes). An index past the
+ * last matrix (na, nb matrices) is clamped to it, as the GPU's gathers
+ * clamp: the CPU reports it instead, which a GPU cannot while queued. */
+struct lc_cu_gather_mm {
+  const uint32_t *ia, *ib;
+  int64_t n;
+  const char *a, *b;
+  char *out;
+  int64_t a_step, b_step, out_step;
+  uint32_t na, nb;
+  void **ptrs;
+};
+int lc_cu_gather_mm_ptrs(const struct lc_cu_gather_mm *g, void *stream);
+
 /* TRI (eye too): out (rows, cols) of items of itemsize bytes, `one` (the
  * low itemsize bytes) where j <= i + k (eye: j == i + k), 0 elsewhere. */
 int lc_cu_tri(void *out, int itemsize, int64_t rows, int64_t cols, int64_t k, int eye,
