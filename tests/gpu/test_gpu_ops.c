@@ -530,6 +530,72 @@ static void test_gather_mm(void) {
   }
 }
 
+/* complex64 products through cuBLAS's cgemm: random real and imaginary
+ * parts, transposed operands, a broadcast batch, a vector times a matrix
+ * and addmm with c; made on the GPU, within float rounding of the CPU's. */
+static mlx_array complex_rand(const int *shape, int nd) {
+  mlx_array re = gpu_rand(shape, nd, MLX_FLOAT32, -1, 1), im = gpu_rand(shape, nd, MLX_FLOAT32, -1, 1);
+  mlx_array j = mlx_array_new_complex(0.0f, 1.0f), ij = mlx_array_new(), z = mlx_array_new();
+  CHECK_OK(mlx_multiply(&ij, im, j, test_stream()));
+  CHECK_OK(mlx_add(&z, re, ij, test_stream()));
+  CHECK_OK(mlx_array_eval(z));
+  mlx_array_free(re), mlx_array_free(im), mlx_array_free(j), mlx_array_free(ij);
+  return z;
+}
+/* CHECK_SAME of the real parts (astype's float64), then of the imaginary */
+static void same_complex(mlx_array g, mlx_array c, double tol, const char *what) {
+  CHECK_SAME(g, c, tol, tol, what);
+  mlx_array gi = mlx_array_new(), ci = mlx_array_new();
+  CHECK_OK(mlx_imag(&gi, g, test_stream()));
+  CHECK_OK(mlx_imag(&ci, c, test_stream()));
+  char msg[112];
+  snprintf(msg, sizeof msg, "%s (imaginary parts)", what);
+  CHECK_SAME(gi, ci, tol, tol, msg);
+  mlx_array_free(gi), mlx_array_free(ci);
+}
+static void test_matmul_complex(void) {
+  int shapes[][2][3] = {{{33, 70}, {70, 45}}, {{1, 256}, {256, 300}}};
+  for (int si = 0; si < 2; si++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++) {
+        int *sa = shapes[si][0], *sb = shapes[si][1];
+        int sa2[2] = {ta ? sa[1] : sa[0], ta ? sa[0] : sa[1]}, sb2[2] = {tb ? sb[1] : sb[0], tb ? sb[0] : sb[1]};
+        mlx_array a = complex_rand(sa2, 2), b = complex_rand(sb2, 2);
+        mlx_array at = mlx_array_new(), bt = mlx_array_new(), g = mlx_array_new(), c = mlx_array_new();
+        CHECK_OK(ta ? mlx_transpose(&at, a, test_stream()) : mlx_array_set(&at, a));
+        CHECK_OK(tb ? mlx_transpose(&bt, b, test_stream()) : mlx_array_set(&bt, b));
+        CHECK_OK(mlx_matmul(&g, at, bt, gpu_stream));
+        CHECK_OK(mlx_matmul(&c, at, bt, test_stream()));
+        CHECK_OK(mlx_array_eval(g));
+        char what[80];
+        snprintf(what, sizeof what, "complex matmul %dx%dx%d ta %d tb %d", sa[0], sa[1], sb[1], ta, tb);
+        CHECK_MSG(made_on_gpu(g), "%s: computed on the host", what);
+        double tol = 2e-5 * sqrt(sa[1]);
+        same_complex(g, c, tol, what);
+        if (si == 0 && !ta && !tb) { /* addmm: 0.5 a b + 2 c */
+          int so[2] = {sa[0], sb[1]};
+          mlx_array cc = complex_rand(so, 2), g2 = mlx_array_new(), c2 = mlx_array_new();
+          CHECK_OK(mlx_addmm(&g2, cc, at, bt, 0.5f, 2.0f, gpu_stream));
+          CHECK_OK(mlx_addmm(&c2, cc, at, bt, 0.5f, 2.0f, test_stream()));
+          CHECK_OK(mlx_array_eval(g2));
+          CHECK_MSG(made_on_gpu(g2), "complex addmm: computed on the host");
+          same_complex(g2, c2, tol, "complex addmm");
+          mlx_array_free(cc), mlx_array_free(g2), mlx_array_free(c2);
+        }
+        mlx_array_free(a), mlx_array_free(b), mlx_array_free(at), mlx_array_free(bt);
+        mlx_array_free(g), mlx_array_free(c);
+      }
+  /* a batch of 3 against one broadcast matrix */
+  int s3[3] = {3, 8, 64}, s1[3] = {1, 64, 16};
+  mlx_array a = complex_rand(s3, 3), b = complex_rand(s1, 3), g = mlx_array_new(), c = mlx_array_new();
+  CHECK_OK(mlx_matmul(&g, a, b, gpu_stream));
+  CHECK_OK(mlx_matmul(&c, a, b, test_stream()));
+  CHECK_OK(mlx_array_eval(g));
+  CHECK_MSG(made_on_gpu(g), "complex batched matmul: computed on the host");
+  same_complex(g, c, 2e-4, "complex batched matmul");
+  mlx_array_free(a), mlx_array_free(b), mlx_array_free(g), mlx_array_free(c);
+}
+
 static void test_matmul(void) {
   for (size_t t = 0; t < 4; t++)
     for (int ta = 0; ta < 2; ta++)
@@ -826,6 +892,7 @@ int main(void) {
   test_softmax();
   test_matmul();
   test_gather_mm();
+  test_matmul_complex();
   test_mixed();
   test_compile_on_gpu();
   return gpu_test_done(base);

@@ -432,6 +432,10 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
     case MLX_FLOAT16: dt = CUDA_R_16F, ct = CUBLAS_COMPUTE_32F; break;
     case MLX_BFLOAT16: dt = CUDA_R_16BF, ct = CUBLAS_COMPUTE_32F; break;
     case MLX_FLOAT64: dt = CUDA_R_64F, ct = CUBLAS_COMPUTE_64F; break;
+    case MLX_COMPLEX64: /* cuBLAS's cgemm; no kernel here adds a rounded c */
+      if (p->has_c && p->c_rounded) return LC_EVAL_ON_CPU;
+      dt = CUDA_C_32F, ct = CUBLAS_COMPUTE_32F;
+      break;
     default: return LC_EVAL_ON_CPU;
   }
   if (p->gather) return gather_with(n, dt, ct, tmp);
@@ -477,7 +481,8 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
     if (c_after && add_c_after(n)) goto fail;
     return 0;
   }
-  if ((!p->has_c || c_after) && p->alpha == 1.0f && n->dtype != MLX_FLOAT64) {
+  if ((!p->has_c || c_after) && p->alpha == 1.0f && n->dtype != MLX_FLOAT64 &&
+      n->dtype != MLX_COMPLEX64) {
     int64_t ldc = 0;
     const void *c = NULL;
     if (c_after && !(c = gemv_addend(n, p, M, N, batches, &ldc))) goto fail;
@@ -487,10 +492,10 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
   }
   cublasHandle_t h;
   if (lc_cuda_blas_begin(n->dev, "matmul", &h)) goto fail;
-  float af = p->alpha, bf = (float)beta;
+  float af[2] = {p->alpha, 0.0f}, bf[2] = {(float)beta, 0.0f}; /* complex: re, im */
   double ad = p->alpha, bd = beta;
-  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
-  const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)af;
+  const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)bf;
   int rc = LC_CUDA_LT_DECLINED;
   if (lt_takes(dt, &A, &B, batches))
     rc = lt_product(n, dt, ct, &A, &B, M, K, N, batches, alpha, betap);
