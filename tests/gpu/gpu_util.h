@@ -59,7 +59,10 @@ static double gpu_rtol(mlx_dtype t) {
 static void gpu_check_same(const char *file, int line, mlx_array got, mlx_array want, double rtol,
                            double atol, const char *what) {
   test_checks++;
-  if (mlx_array_ndim(got) != mlx_array_ndim(want) || mlx_array_size(got) != mlx_array_size(want) ||
+  bool same_shape = mlx_array_ndim(got) == mlx_array_ndim(want);
+  for (size_t d = 0; same_shape && d < mlx_array_ndim(got); d++)
+    same_shape = mlx_array_shape(got)[d] == mlx_array_shape(want)[d];
+  if (!same_shape || mlx_array_size(got) != mlx_array_size(want) ||
       mlx_array_dtype(got) != mlx_array_dtype(want)) {
     test_failures++;
     fprintf(stderr, "%s:%d: %s: shape/dtype differ (size %zu vs %zu, dtype %d vs %d)\n", file,

@@ -397,8 +397,6 @@ static void test_reduce_columns(void) {
 
 typedef int (*softmax_fn)(mlx_array *, mlx_array, const int *, size_t, bool, mlx_stream);
 
-/* Rows of 1000 (a block per row); many rows of 64 and of 512 (a warp or
- * two per row, several rows per block, the last block part empty). */
 /* Softmax on the GPU over any axes: the last one (in place), others and
  * several (rows in permuted scratch, copied back), all of them, and
  * inputs that are transposed, sliced (the last position of a sequence) or
@@ -416,6 +414,8 @@ static void softmax_case(mlx_array x, const int *axes, int naxes, const char *wh
   CHECK_SAME(g, c, rtol, 1e-7, msg);
   mlx_array_free(g), mlx_array_free(c);
 }
+/* Rows of 1000 (a block per row); many rows of 64 and of 512 (a warp or
+ * two per row, several rows per block, the last block part empty). */
 static void test_softmax(void) {
   int shapes[][3] = {{7, 33, 1000}, {1, 8201, 64}, {1, 4097, 512}};
   for (int si = 0; si < 3; si++)
@@ -439,11 +439,11 @@ static void test_softmax(void) {
         softmax_case(sl, last, 1, "sliced (the last position)");
         int bs[3] = {7, 33, 1000};
         mlx_array row = mlx_array_new();
-        CHECK_OK(mlx_slice(&row, x, (int[]){0, 0, 0}, 3, (int[]){1, 1, 1000}, 3, step, 3,
+        CHECK_OK(mlx_slice(&row, x, (int[]){0, 0, 0}, 3, (int[]){1, 33, 1000}, 3, step, 3,
                            test_stream()));
-        CHECK_OK(mlx_broadcast_to(&b, row, bs, 3, test_stream()));
+        CHECK_OK(mlx_broadcast_to(&b, row, bs, 3, test_stream())); /* over axis 0 */
         softmax_case(b, last, 1, "broadcast");
-        softmax_case(b, mid, 1, "broadcast, over the broadcast axis");
+        softmax_case(b, mid, 1, "broadcast, middle axis");
         mlx_array_free(xt), mlx_array_free(sl), mlx_array_free(b), mlx_array_free(row);
       }
       mlx_array_free(x);

@@ -370,7 +370,7 @@ static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t
                        struct lc_buffer **tmp) {
   const struct lc_matmul_params *p = n->params;
   const struct lc_node *a = n->in[0], *b = n->in[1];
-  if (n->nin != 4 || p->has_c || a->dtype != n->dtype || b->dtype != n->dtype || a->ndim != 3 ||
+  if (n->nin != 4 || p->has_c || n->dtype == MLX_COMPLEX64 || a->dtype != n->dtype || b->dtype != n->dtype || a->ndim != 3 ||
       b->ndim != 3 || n->in[2]->dtype != MLX_UINT32 || n->in[3]->dtype != MLX_UINT32 ||
       n->dev >= MAX_GPUS || n->size == 0)
     return LC_EVAL_ON_CPU;
@@ -403,10 +403,10 @@ static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t
   if (rc) return lc_cuda_finish(n, rc);
   cublasHandle_t h;
   if (lc_cuda_blas_begin(n->dev, "gather_mm", &h)) return lc_cuda_finish(n, 1);
-  float af = p->alpha, bf = 0.0f;
+  float af[2] = {p->alpha, 0.0f}, bf[2] = {0.0f, 0.0f}; /* complex-sized, as matmul_with's */
   double ad = p->alpha, bd = 0.0;
-  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)&af;
-  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)&bf;
+  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)af;
+  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)bf;
   /* row-major out = a b as cuBLAS's column-major out^T = b^T a^T */
   rc = lc_cuda_blas_check(
       cublasGemmBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
