@@ -18,6 +18,12 @@ void lc_cuda_take_buffer(struct lc_node *n, int k);
 int lc_cuda_copy_to_scratch(const struct lc_node *x, int nd, const int *shape,
                             const int64_t *strides, int64_t count, struct lc_buffer **tmp,
                             const void **ptr, int dev, const char *what);
+/* x's elements row-major on GPU dev: x's own device data when it is
+ * contiguous (LC_NF_CONTIG), else a copy into fresh scratch *tmp
+ * (lc_cuda_copy_to_scratch: the caller releases *tmp). x is not empty.
+ * 0, LC_EVAL_ON_CPU or 1 after reporting. */
+int lc_cuda_row_major(const struct lc_node *x, int dev, const char *what, struct lc_buffer **tmp,
+                      const void **ptr);
 /* Gives n's output buffer back when nothing was queued (rc != 0: the CPU
  * may run the node instead, or the error stands); returns rc. */
 int lc_cuda_finish(struct lc_node *n, int rc);

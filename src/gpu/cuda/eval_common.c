@@ -30,6 +30,15 @@ int lc_cuda_copy_to_scratch(const struct lc_node *x, int nd, const int *shape,
                         what);
 }
 
+int lc_cuda_row_major(const struct lc_node *x, int dev, const char *what, struct lc_buffer **tmp,
+                      const void **ptr) {
+  if (x->flags & LC_NF_CONTIG) {
+    *ptr = lc_node_dev_data(x);
+    return 0;
+  }
+  return lc_cuda_copy_to_scratch(x, x->ndim, x->shape, x->strides, x->size, tmp, ptr, dev, what);
+}
+
 void lc_cuda_take_buffer(struct lc_node *n, int k) {
   n->buf = lc_buffer_retain(n->in[k]->buf);
   lc_buffer_device_written(n->buf);

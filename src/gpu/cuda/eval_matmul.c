@@ -345,20 +345,16 @@ static void read_tf32(void) {
   tf32_on = e && atoi(e) != 0;
 }
 
-/* An index array of gather_mm (uint32, the output's batch shape) as
- * `batches` row-major items on the device: its own data, or a copy into
- * *tmp. 0, LC_EVAL_ON_CPU or 1 after reporting. */
-static int gather_indices(struct lc_node *ix, int dev, struct lc_buffer **tmp,
-                          const uint32_t **out) {
-  if (lc_node_is_contiguous(ix)) {
-    *out = lc_node_dev_data(ix);
-    return 0;
-  }
-  const void *p = NULL;
-  int rc = lc_cuda_copy_to_scratch(ix, ix->ndim, ix->shape, ix->strides, ix->size, tmp, &p, dev,
-                                   "gather_mm (copy of indices)");
-  *out = p;
-  return rc;
+/* alpha or beta as cuBLAS reads it for compute type ct: a double for
+ * 64F, else a float pair (complex's re and im; real types read the
+ * first). */
+struct blas_scalar {
+  float f[2];
+  double d;
+};
+static const void *blas_scalar(struct blas_scalar *s, double v, cublasComputeType_t ct) {
+  s->f[0] = (float)v, s->f[1] = 0.0f, s->d = v;
+  return ct == CUBLAS_COMPUTE_64F ? (const void *)&s->d : (const void *)s->f;
 }
 
 /* gather_mm (params gather): a (na, M, K) and b (nb, K, N), inputs 2 and 3
@@ -370,9 +366,9 @@ static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t
                        struct lc_buffer **tmp) {
   const struct lc_matmul_params *p = n->params;
   const struct lc_node *a = n->in[0], *b = n->in[1];
-  if (n->nin != 4 || p->has_c || n->dtype == MLX_COMPLEX64 || a->dtype != n->dtype || b->dtype != n->dtype || a->ndim != 3 ||
-      b->ndim != 3 || n->in[2]->dtype != MLX_UINT32 || n->in[3]->dtype != MLX_UINT32 ||
-      n->dev >= MAX_GPUS || n->size == 0)
+  if (n->nin != 4 || p->has_c || n->dtype == MLX_COMPLEX64 || a->dtype != n->dtype ||
+      b->dtype != n->dtype || a->ndim != 3 || b->ndim != 3 || n->in[2]->dtype != MLX_UINT32 ||
+      n->in[3]->dtype != MLX_UINT32 || n->dev >= MAX_GPUS || n->size == 0)
     return LC_EVAL_ON_CPU;
   struct mat A, B;
   int64_t M, K, K2, N, batches = 1;
@@ -385,9 +381,9 @@ static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t
   if (K != K2 || K == 0 || M > INT32_MAX || N > INT32_MAX || K > INT32_MAX ||
       batches > INT32_MAX || A.ld > INT32_MAX || B.ld > INT32_MAX)
     return LC_EVAL_ON_CPU;
-  const uint32_t *ia, *ib;
-  int rc = gather_indices(n->in[2], n->dev, &tmp[2], &ia);
-  if (!rc) rc = gather_indices(n->in[3], n->dev, &tmp[3], &ib);
+  const void *ia, *ib; /* the indices, row-major over the output's batch shape */
+  int rc = lc_cuda_row_major(n->in[2], n->dev, "gather_mm (copy of indices)", &tmp[2], &ia);
+  if (!rc) rc = lc_cuda_row_major(n->in[3], n->dev, "gather_mm (copy of indices)", &tmp[3], &ib);
   if (rc) return rc;
   if (copy_operand(&ca, &A, &tmp[0], n->dev) || copy_operand(&cb, &B, &tmp[1], n->dev)) return 1;
   if (!(tmp[4] = lc_buffer_new_device(sizeof(void *) * 3 * (size_t)batches, n->dev))) return 1;
@@ -403,10 +399,8 @@ static int gather_with(struct lc_node *n, cudaDataType_t dt, cublasComputeType_t
   if (rc) return lc_cuda_finish(n, rc);
   cublasHandle_t h;
   if (lc_cuda_blas_begin(n->dev, "gather_mm", &h)) return lc_cuda_finish(n, 1);
-  float af[2] = {p->alpha, 0.0f}, bf[2] = {0.0f, 0.0f}; /* complex-sized, as matmul_with's */
-  double ad = p->alpha, bd = 0.0;
-  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)af;
-  const void *beta = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)bf;
+  struct blas_scalar sa, sb;
+  const void *alpha = blas_scalar(&sa, p->alpha, ct), *beta = blas_scalar(&sb, 0.0, ct);
   /* row-major out = a b as cuBLAS's column-major out^T = b^T a^T */
   rc = lc_cuda_blas_check(
       cublasGemmBatchedEx(h, B.op, A.op, (int)N, (int)M, (int)K, alpha,
@@ -492,10 +486,8 @@ static int matmul_with(struct lc_node *n, struct lc_buffer **tmp) {
   }
   cublasHandle_t h;
   if (lc_cuda_blas_begin(n->dev, "matmul", &h)) goto fail;
-  float af[2] = {p->alpha, 0.0f}, bf[2] = {(float)beta, 0.0f}; /* complex: re, im */
-  double ad = p->alpha, bd = beta;
-  const void *alpha = ct == CUBLAS_COMPUTE_64F ? (const void *)&ad : (const void *)af;
-  const void *betap = ct == CUBLAS_COMPUTE_64F ? (const void *)&bd : (const void *)bf;
+  struct blas_scalar sa, sb;
+  const void *alpha = blas_scalar(&sa, p->alpha, ct), *betap = blas_scalar(&sb, beta, ct);
   int rc = LC_CUDA_LT_DECLINED;
   if (lt_takes(dt, &A, &B, batches))
     rc = lt_product(n, dt, ct, &A, &B, M, K, N, batches, alpha, betap);

@@ -125,10 +125,9 @@ int lc_cuda_eval_random_cnormal(struct lc_node *n) {
     if (in[j] && in[j]->dtype != MLX_COMPLEX64) return LC_EVAL_ON_CPU;
   if (!merged_dims(n, 2, in, a.shape, a.strides, &a.ndim)) return LC_EVAL_ON_CPU;
   struct lc_buffer *tmp = NULL;
-  const void *bp = dev_data(bits);
-  if (n->size > 0 && !(bits->flags & LC_NF_CONTIG)) {
-    int rc = lc_cuda_copy_to_scratch(bits, bits->ndim, bits->shape, bits->strides, bits->size,
-                                     &tmp, &bp, n->dev, "normal (copy of bits)");
+  const void *bp = NULL;
+  if (n->size > 0) {
+    int rc = lc_cuda_row_major(bits, n->dev, "normal (copy of bits)", &tmp, &bp);
     if (rc) return rc;
   }
   int rc = lc_cuda_alloc_output(n);

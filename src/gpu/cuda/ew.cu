@@ -322,6 +322,18 @@ template <class Op> int un_float(const lc_cu_ew &a, cudaStream_t s, Op op = Op()
   });
   return rc;
 }
+// A unary op between a float type and the fixed type F: from in_dt's to
+// F (fixed_out), else from F to out_dt's.
+template <class F, bool fixed_out, class Op>
+int un_float_fixed(const lc_cu_ew &a, cudaStream_t s, Op op) {
+  int rc = LC_CU_UNSUPPORTED;
+  lc_dispatch_float(fixed_out ? a.in_dt : a.out_dt, [&](auto *p) {
+    using T = std::remove_pointer_t<decltype(p)>;
+    if constexpr (fixed_out) rc = launch_unary<F, T>(a, op, s);
+    else rc = launch_unary<T, F>(a, op, s);
+  });
+  return rc;
+}
 // A unary op over every real type (out = in).
 template <class Op> int un_real(const lc_cu_ew &a, cudaStream_t s, bool ints) {
   int rc = LC_CU_UNSUPPORTED;
@@ -444,24 +456,12 @@ int dispatch(const lc_cu_ew &a, cudaStream_t s) {
     case LC_OP_ROUND: return is_float ? un_float<Round>(a, s) : LC_CU_UNSUPPORTED;
     case LC_OP_NAN_TO_NUM:
       return un_float(a, s, NanToNum{a.param[0], a.param[1], a.param[2]});
-    case LC_OP_TO_FP8: {
-      int rc = LC_CU_UNSUPPORTED;
-      if (a.out_dt != MLX_UINT8) return rc;
-      lc_dispatch_float(a.in_dt, [&](auto *p) {
-        using T = std::remove_pointer_t<decltype(p)>;
-        rc = launch_unary<uint8_t, T>(a, ToFp8(), s);
-      });
-      return rc;
-    }
-    case LC_OP_FROM_FP8: {
-      int rc = LC_CU_UNSUPPORTED;
-      if (a.in_dt != MLX_UINT8) return rc;
-      lc_dispatch_float(a.out_dt, [&](auto *p) {
-        using T = std::remove_pointer_t<decltype(p)>;
-        rc = launch_unary<T, uint8_t>(a, FromFp8(), s);
-      });
-      return rc;
-    }
+    case LC_OP_TO_FP8:
+      if (a.out_dt != MLX_UINT8) return LC_CU_UNSUPPORTED;
+      return un_float_fixed<uint8_t, true>(a, s, ToFp8());
+    case LC_OP_FROM_FP8:
+      if (a.in_dt != MLX_UINT8) return LC_CU_UNSUPPORTED;
+      return un_float_fixed<uint8_t, false>(a, s, FromFp8());
     case LC_OP_LOGICAL_NOT:
       if (a.in_dt != MLX_BOOL) return LC_CU_UNSUPPORTED;
       return launch_unary<bool, bool>(a, LogicalNot(), s);
